@@ -1,0 +1,139 @@
+"""Corpus readers: find the documents of a corpus and fingerprint each by content.
+
+Two shapes: a folder of documents (include/exclude globs, format by extension),
+and a BEIR corpus (``corpus.jsonl`` with ``_id``, ``title``, ``text``). Both yield
+``SourceDoc``s with a content sha256, which is what incremental ingestion keys on.
+Paths are resolved and must stay inside the corpus root (symlinks pointing out are refused).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from configs.errors import InputError
+from configs.schema import CorpusConfig
+from retrieval.types import FailedDoc, SourceDoc, sha256_bytes
+
+FORMATS = {
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".pdf": "pdf",
+}
+
+
+@dataclass
+class Discovery:
+    docs: list[SourceDoc] = field(default_factory=list)
+    failed: list[FailedDoc] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why) not counted as failures
+
+
+def corpus_kind(cfg: CorpusConfig) -> str:
+    root = Path(cfg.path)
+    if not root.exists():
+        raise InputError(f"corpus.path: {root} does not exist (check the path, or that ../shared is beside the repo)")
+    if cfg.format != "auto":
+        return cfg.format
+    if root.is_file() and root.suffix == ".jsonl":
+        return "beir"
+    if root.is_dir() and (root / "corpus.jsonl").is_file():
+        return "beir"
+    if root.is_dir():
+        return "directory"
+    raise InputError(f"corpus.path: {root} is neither a folder nor a corpus.jsonl")
+
+
+def _match(rel: str, patterns: list[str]) -> bool:
+    for pat in patterns:
+        if fnmatch.fnmatchcase(rel, pat):
+            return True
+        if pat.startswith("**/") and fnmatch.fnmatchcase(rel, pat[3:]):  # '**/' also matches the top level
+            return True
+    return False
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Every file below root, following no symlinked directories (so no loops), sorted for determinism."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def discover_directory(cfg: CorpusConfig) -> Discovery:
+    root = Path(cfg.path).resolve()
+    out = Discovery()
+    max_bytes = int(cfg.max_file_mb * 1024 * 1024)
+    for p in _walk(root):
+        rel = p.relative_to(root).as_posix()
+        if not _match(rel, cfg.include) or _match(rel, cfg.exclude):
+            continue
+        fmt = FORMATS.get(p.suffix.lower())
+        if fmt is None:
+            out.skipped.append((rel, f"unsupported extension {p.suffix!r}"))
+            continue
+        try:
+            real = p.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # broken link, symlink loop
+            out.failed.append(FailedDoc(rel, "discover", f"cannot resolve path: {exc}"))
+            continue
+        if not real.is_relative_to(root):
+            out.failed.append(FailedDoc(rel, "discover", f"resolves outside the corpus root ({real})"))
+            continue
+        try:
+            size = real.stat().st_size
+            if size > max_bytes:
+                out.failed.append(FailedDoc(rel, "discover", f"file is {size / 2**20:.1f} MB > corpus.max_file_mb"))
+                continue
+            data = real.read_bytes()
+        except OSError as exc:
+            out.failed.append(FailedDoc(rel, "discover", f"unreadable: {exc.strerror or exc}"))
+            continue
+        out.docs.append(SourceDoc(doc_id=rel, sha256=sha256_bytes(data), format=fmt, size=len(data), path=real))
+    return out
+
+
+def discover_beir(cfg: CorpusConfig) -> Discovery:
+    root = Path(cfg.path)
+    path = root / "corpus.jsonl" if root.is_dir() else root
+    out = Discovery()
+    seen: set[str] = set()
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read BEIR corpus ({exc.strerror})") from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+                doc_id = str(rec["_id"])
+                title = str(rec.get("title") or "")
+                text = str(rec.get("text") or "")
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+                out.failed.append(FailedDoc(f"{path.name}:{lineno}", "discover", f"bad JSONL record: {exc!r}"))
+                continue
+            if doc_id in seen:
+                out.failed.append(FailedDoc(doc_id, "discover", f"duplicate _id at {path.name}:{lineno}"))
+                continue
+            seen.add(doc_id)
+            payload = json.dumps([title, text], ensure_ascii=False).encode()
+            out.docs.append(
+                SourceDoc(doc_id=doc_id, sha256=sha256_bytes(payload), format="beir", size=len(payload), title=title, text=text)
+            )
+    return out
+
+
+def discover(cfg: CorpusConfig) -> Discovery:
+    kind = corpus_kind(cfg)
+    return discover_beir(cfg) if kind == "beir" else discover_directory(cfg)

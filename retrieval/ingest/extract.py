@@ -1,0 +1,161 @@
+"""Extraction: raw documents -> Markdown with docling (md, html, docx, pptx, pdf); BEIR records as-is.
+
+One bad document never stops a batch: ``extract`` raises ``ExtractionError`` with a
+reason, and callers record it. YAML frontmatter is parsed into metadata before
+conversion so it never reaches the text. PDFs use docling's layout pipeline when
+its models are installed, otherwise the model-free native pipeline, with a
+warning that headings are lost.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import logging
+import re
+import threading
+from typing import Any
+
+from retrieval.ingest.markdown import split_frontmatter
+from retrieval.types import Document, SourceDoc
+
+log = logging.getLogger(__name__)
+
+NATIVE_PDF_WARNING = (
+    "PDF converted with docling's model-free native pipeline (layout models not available offline): "
+    "headings and tables are lost, so the whole document is one section"
+)
+
+
+class ExtractionError(Exception):
+    """A document that could not be extracted; the message is the reason recorded in the run summary."""
+
+
+def _decode(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise ExtractionError("binary content (NUL bytes) in a text document")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
+    """Frontmatter values as JSON-safe scalars/lists (dates become ISO strings)."""
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            out[k] = v
+        elif isinstance(v, (list, tuple)):
+            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
+        else:
+            out[k] = str(v)
+    return out
+
+
+_HASH_LINE = re.compile(r"^( {0,3})#", flags=re.M)
+
+
+def beir_markdown(title: str, text: str) -> str:
+    """A BEIR record as Markdown: the title becomes the H1; '#' at line starts in the text is escaped."""
+    body = _HASH_LINE.sub(r"\1\\#", text.strip())
+    title = " ".join(title.split())
+    return f"# {title}\n\n{body}\n" if title else f"{body}\n"
+
+
+class Extractor:
+    """Converts SourceDocs to Documents. Holds one docling converter per process (built lazily)."""
+
+    def __init__(self, markdown_extractor: str = "docling", pdf_pipeline: str = "auto") -> None:
+        self.markdown_extractor = markdown_extractor
+        self.pdf_pipeline = pdf_pipeline
+        self._converter: Any = None
+        self._lock = threading.Lock()
+        self.native_pdf = pdf_pipeline == "native" or (
+            pdf_pipeline == "auto" and importlib.util.find_spec("docling_ibm_models") is None
+        )
+
+    @property
+    def cache_key(self) -> str:
+        """Identifies the extraction settings; part of the extraction-cache key."""
+        try:
+            from importlib.metadata import version
+
+            dv = version("docling-slim")
+        except Exception:  # pragma: no cover
+            dv = "unknown"
+        return f"md={self.markdown_extractor};pdf={'native' if self.native_pdf else 'layout'};docling={dv}"
+
+    def _docling(self) -> Any:
+        if self._converter is None:
+            from docling.datamodel.base_models import InputFormat
+            from docling.document_converter import DocumentConverter, PdfFormatOption
+
+            options: dict[Any, Any] = {}
+            if self.native_pdf:
+                from docling.datamodel.pipeline_options import NativePdfPipelineOptions
+                from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
+
+                options[InputFormat.PDF] = PdfFormatOption(
+                    pipeline_cls=NativePdfPipeline, pipeline_options=NativePdfPipelineOptions()
+                )
+            self._converter = DocumentConverter(
+                allowed_formats=[InputFormat.MD, InputFormat.HTML, InputFormat.DOCX, InputFormat.PPTX, InputFormat.PDF],
+                format_options=options,
+            )
+        return self._converter
+
+    def _convert(self, name: str, data: bytes) -> str:
+        from docling.datamodel.base_models import ConversionStatus, DocumentStream
+
+        with self._lock:
+            conv = self._docling()
+            try:
+                result = conv.convert(DocumentStream(name=name, stream=io.BytesIO(data)), raises_on_error=False)
+            except Exception as exc:  # docling raises on unreadable containers (bad zip, …)
+                raise ExtractionError(f"docling could not convert: {type(exc).__name__}: {exc}") from None
+        if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
+            errs = "; ".join(e.error_message for e in (result.errors or [])) or str(result.status)
+            raise ExtractionError(f"docling conversion failed: {errs}")
+        return result.document.export_to_markdown()
+
+    def extract(self, src: SourceDoc) -> Document:
+        if src.format == "beir":
+            return Document(
+                doc_id=src.doc_id,
+                sha256=src.sha256,
+                format="beir",
+                markdown=beir_markdown(src.title or "", src.text or ""),
+                metadata={"title": src.title or ""},
+            )
+        if src.path is None:
+            raise ExtractionError("no path to read")
+        try:
+            data = src.path.read_bytes()
+        except OSError as exc:
+            raise ExtractionError(f"unreadable: {exc.strerror or exc}") from None
+        if not data.strip():
+            raise ExtractionError("empty file")
+        warnings: list[str] = []
+        meta: dict[str, Any] = {}
+        if src.format == "md":
+            text = _decode(data)
+            fm, body_start, fm_error = split_frontmatter(text)
+            if fm_error:
+                warnings.append(fm_error)
+            meta.update(_jsonable(fm))
+            body = text[body_start:]
+            if self.markdown_extractor == "plain":
+                markdown = body
+            else:
+                markdown = self._convert(src.path.stem + ".md", body.encode("utf-8")) if body.strip() else ""
+        else:
+            markdown = self._convert(src.path.name, data)
+            if src.format == "pdf" and self.native_pdf:
+                warnings.append(NATIVE_PDF_WARNING)
+        if not markdown.strip():
+            raise ExtractionError("no text extracted")
+        meta["format"] = src.format
+        return Document(
+            doc_id=src.doc_id, sha256=src.sha256, format=src.format, markdown=markdown, metadata=meta, warnings=warnings
+        )

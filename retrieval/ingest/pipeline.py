@@ -1,0 +1,425 @@
+"""Incremental, versioned ingestion as plain stage methods (Prefect tasks wrap them; ``run`` chains them).
+
+discover -> plan (diff against the published version by content sha256) -> extract (new/changed
+only, extraction cache) -> chunk -> embed (embedding cache) -> build a new version directory ->
+publish (atomic CURRENT switch) -> prune old versions. Nothing changed and no ``--force``: no new
+version is built. A crash anywhere before the switch leaves the published version untouched;
+leftovers are swept at the start of the next ingest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from configs.schema import RagrigConfig
+from retrieval.bm25 import Bm25Index
+from retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
+from retrieval.ingest.chunking import ChunkingParams, chunk_document
+from retrieval.ingest.corpus import Discovery, corpus_kind, discover
+from retrieval.ingest.extract import ExtractionError, Extractor
+from retrieval.ingest.extract_cache import ExtractCache
+from retrieval.ingest.keywords import build_library
+from retrieval.ingest.markdown import parse_headers
+from retrieval.store import chroma_store
+from retrieval.store.layout import Layout, fsync_dir, write_atomic, write_json
+from retrieval.store.version import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, MANIFEST, IndexVersion
+from retrieval.types import Chunk, Document, FailedDoc, SourceDoc, sha256_text
+
+log = logging.getLogger(__name__)
+
+STAGES = ("discover", "plan", "extract", "chunk", "embed", "index", "publish")
+
+
+@dataclass
+class IngestStats:
+    index_key: str = ""
+    index_dir: str = ""
+    version: str | None = None
+    previous_version: str | None = None
+    published: bool = False
+    docs_seen: int = 0
+    docs_new: int = 0
+    docs_changed: int = 0
+    docs_unchanged: int = 0
+    docs_removed: int = 0
+    docs_failed: int = 0
+    chunks: int = 0
+    chunks_embedded: int = 0
+    chunks_cached: int = 0
+    chunks_over_window: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    sources: list[SourceDoc]
+    to_extract: list[SourceDoc]
+    reused: list[Document]  # unchanged documents carried over from the published version
+    reused_chunks: dict[str, list[Chunk]]
+    removed: list[str]
+    previous: str | None
+
+    @property
+    def changed_nothing(self) -> bool:
+        return not self.to_extract and not self.removed and self.previous is not None
+
+
+class IngestPipeline:
+    def __init__(
+        self,
+        cfg: RagrigConfig,
+        *,
+        force: bool = False,
+        progress: bool = False,
+        hook: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.force = force
+        self.progress = progress
+        self.layout = Layout(cfg)
+        self.stats = IngestStats(index_key=self.layout.key, index_dir=str(self.layout.index_dir))
+        self.embedder = Embedder(cfg.embedding)
+        self._hook = hook  # called at stage boundaries (crash tests kill the process there)
+        self._embed_cache: EmbeddingCache | None = None
+
+    # ---- helpers ----------------------------------------------------------
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        if self._hook:
+            self._hook(f"before:{stage}")
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stats.seconds[stage] = round(self.stats.seconds.get(stage, 0.0) + time.perf_counter() - t0, 3)
+        if self._hook:
+            self._hook(f"after:{stage}")
+
+    @property
+    def embed_cache(self) -> EmbeddingCache:
+        if self._embed_cache is None:
+            self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
+        return self._embed_cache
+
+    def fail(self, doc_id: str, stage: str, reason: str) -> None:
+        self.stats.failures.append({"doc_id": doc_id, "stage": stage, "reason": reason})
+        self.stats.docs_failed = len(self.stats.failures)
+
+    # ---- stages -------------------------------------------------------------
+    def sweep_leftovers(self) -> list[str]:
+        """Remove what a crashed ingest left behind: temp/trash version dirs and orphan collections."""
+        removed: list[str] = []
+        vdir = self.layout.versions_dir
+        if vdir.is_dir():
+            for p in vdir.iterdir():
+                if p.name.startswith((".tmp-", ".trash-")):
+                    shutil.rmtree(p, ignore_errors=True)
+                    removed.append(p.name)
+        published = set(self.layout.published_versions())
+        if self.layout.chroma_dir.exists() or self.cfg.index.chroma.mode == "http":
+            client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+            prefix = f"{self.layout.key}-"
+            for name in chroma_store.list_collections(client):
+                if name.startswith(prefix) and name[len(prefix) :] not in published:
+                    chroma_store.delete_collection(client, name)
+                    removed.append(name)
+        return removed
+
+    def discover(self) -> Discovery:
+        with self.timed("discover"):
+            corpus_kind(self.cfg.corpus)  # clear error for a missing corpus before anything else
+            found = discover(self.cfg.corpus)
+            for f in found.failed:
+                self.fail(f.doc_id, f.stage, f.reason)
+            self.stats.docs_seen = len(found.docs) + len(found.failed)
+        return found
+
+    def plan(self, found: Discovery) -> Plan:
+        with self.timed("plan"):
+            previous = self.layout.current_version()
+            prev_docs: dict[str, Document] = {}
+            prev_chunks: dict[str, list[Chunk]] = defaultdict(list)
+            if previous is not None and not self.force:
+                pv = IndexVersion(self.cfg, self.layout, previous)
+                prev_docs = pv.documents_by_id
+                for c in pv.chunks:
+                    prev_chunks[c.doc_id].append(c)
+            to_extract: list[SourceDoc] = []
+            reused: list[Document] = []
+            seen: set[str] = set()
+            for src in found.docs:
+                seen.add(src.doc_id)
+                old = prev_docs.get(src.doc_id)
+                if old is not None and old.sha256 == src.sha256:
+                    reused.append(old)
+                else:
+                    to_extract.append(src)
+                    if old is None:
+                        self.stats.docs_new += 1
+                    else:
+                        self.stats.docs_changed += 1
+            failed_ids = {f["doc_id"] for f in self.stats.failures}
+            # a document that now fails to be read is not "removed": keep its last good version
+            for doc_id in failed_ids & set(prev_docs):
+                reused.append(prev_docs[doc_id])
+                seen.add(doc_id)
+            removed = sorted(set(prev_docs) - seen)
+            self.stats.docs_unchanged = len(reused)
+            self.stats.docs_removed = len(removed)
+            self.stats.previous_version = previous
+            return Plan(found.docs, to_extract, reused, dict(prev_chunks), removed, previous if not self.force else None)
+
+    def extract_batch(self, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
+        return extract_sources(self.cfg, batch)
+
+    def extract(self, plan: Plan) -> list[Document]:
+        with self.timed("extract"):
+            out: list[Document] = []
+            size = self.cfg.flow.extract_batch
+            bar = None
+            if self.progress and plan.to_extract:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(plan.to_extract), desc="extract", unit="doc")
+            for i in range(0, len(plan.to_extract), size):
+                part = plan.to_extract[i : i + size]
+                docs, failed = self.extract_batch(part)
+                self.record_extracted(docs, failed)
+                out.extend(docs)
+                if bar is not None:
+                    bar.update(len(part))
+            if bar is not None:
+                bar.close()
+            return out
+
+    def record_extracted(self, docs: list[Document], failed: list[FailedDoc]) -> None:
+        for f in failed:
+            self.fail(f.doc_id, f.stage, f.reason)
+        for d in docs:
+            for w in d.warnings:
+                self.stats.warnings.append(f"{d.doc_id}: {w}")
+
+    def chunking_params(self) -> ChunkingParams:
+        window = self.embedder.window
+        if self.cfg.embedding.document_prefix:
+            window -= self.embedder.count_tokens([self.cfg.embedding.document_prefix])[0]
+        limit = min(self.cfg.chunking.max_tokens or window, window)
+        return ChunkingParams(
+            max_header_level=self.cfg.chunking.max_header_level,
+            max_tokens=limit,
+            drop_empty_sections=self.cfg.chunking.drop_empty_sections,
+        )
+
+    def chunk(self, docs: list[Document]) -> list[Chunk]:
+        with self.timed("chunk"):
+            if not docs:
+                return []
+            params = self.chunking_params()
+            out: list[Chunk] = []
+            for d in docs:
+                try:
+                    chunks = chunk_document(d, params, self.embedder.count_tokens)
+                except Exception as exc:
+                    self.fail(d.doc_id, "chunk", f"{type(exc).__name__}: {exc}")
+                    continue
+                if not chunks:
+                    self.stats.warnings.append(f"{d.doc_id}: no chunks (no text outside empty headers)")
+                out.extend(chunks)
+            self.stats.chunks_over_window = sum(1 for c in out if c.tokens > params.max_tokens)
+            return out
+
+    def embed(self, chunks: list[Chunk]) -> np.ndarray:
+        with self.timed("embed"):
+            vecs, new = embed_with_cache(
+                self.embedder,
+                self.embed_cache,
+                [c.search_text for c in chunks],
+                [c.sha256 for c in chunks],
+                progress=self.progress,
+            )
+            self.stats.chunks_embedded = new
+            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
+            return vecs
+
+    def assemble(self, plan: Plan, extracted: list[Document], new_chunks: list[Chunk]) -> tuple[list[Document], list[Chunk]]:
+        """All documents and chunks of the new version, in corpus order."""
+        failed = {f["doc_id"] for f in self.stats.failures if f["stage"] != "discover"}
+        docs_by_id = {d.doc_id: d for d in plan.reused}
+        docs_by_id.update({d.doc_id: d for d in extracted if d.doc_id not in failed})
+        chunks_by_doc: dict[str, list[Chunk]] = defaultdict(list)
+        for d in plan.reused:
+            chunks_by_doc[d.doc_id] = list(plan.reused_chunks.get(d.doc_id, []))
+        for c in new_chunks:
+            if c.doc_id not in failed:
+                chunks_by_doc[c.doc_id].append(c)
+        order = sorted(docs_by_id)
+        docs = [docs_by_id[i] for i in order]
+        chunks = [c for i in order for c in chunks_by_doc.get(i, [])]
+        return docs, chunks
+
+    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> str:
+        """Write a complete new version directory and Chroma collection; return its name (not yet published)."""
+        with self.timed("index"):
+            version = self.layout.next_version()
+            tmp = self.layout.versions_dir / f".tmp-{version}"
+            tmp.mkdir(parents=True, exist_ok=False)
+            with open(tmp / DOCUMENTS, "w", encoding="utf-8") as fh:
+                for d in docs:
+                    fh.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
+            with open(tmp / CHUNKS, "w", encoding="utf-8") as fh:
+                for c in chunks:
+                    fh.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            if self._hook:
+                self._hook("index:tables")
+            bm25 = Bm25Index.build([c.search_text for c in chunks], self.cfg.index.bm25)
+            bm25.save(tmp / BM25_DIR)
+            titles = [h.title for d in docs for h in parse_headers(d.markdown)]
+            library = build_library(titles, [c.text for c in chunks])
+            write_json(tmp / KEYWORDS, library)
+            if self._hook:
+                self._hook("index:bm25")
+            client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+            name = self.layout.collection_name(version)
+            dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
+            col = chroma_store.create_collection(client, name, dim)
+            metas = [
+                {
+                    "doc_id": c.doc_id,
+                    "level": c.level,
+                    "header": c.header,
+                    **{f"fm_{k}": v for k, v in c.metadata.items() if k != "format"},
+                    "format": c.metadata.get("format", ""),
+                }
+                for c in chunks
+            ]
+            if chunks:
+                chroma_store.add_vectors(col, [c.chunk_id for c in chunks], vectors, metas)
+            if self._hook:
+                self._hook("index:chroma")
+            (tmp / "config.yaml").write_text(self.cfg.to_yaml(), encoding="utf-8")
+            ids_hash = sha256_text("\n".join(c.chunk_id for c in chunks))
+            manifest = {
+                "version": version,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "index_key": self.layout.key,
+                "ingest_hash": self.cfg.ingest_hash(),
+                "fingerprint": self.cfg.ingest_fingerprint(),
+                "corpus_kind": corpus_kind(self.cfg.corpus),
+                "embedding": {"model_id": self.embedder.id, "dim": dim, "model": self.cfg.embedding.model},
+                "chroma": {"mode": self.cfg.index.chroma.mode, "collection": name},
+                "counts": {"documents": len(docs), "chunks": len(chunks)},
+                "chunk_ids_sha256": ids_hash,
+                "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
+            }
+            write_json(tmp / MANIFEST, manifest)
+            fsync_dir(tmp)
+            final = self.layout.version_dir(version)
+            tmp.rename(final)
+            fsync_dir(self.layout.versions_dir)
+            return version
+
+    def publish(self, version: str) -> None:
+        with self.timed("publish"):
+            write_atomic(self.layout.current_file, (version + "\n").encode())
+            self.stats.version = version
+            self.stats.published = True
+            self.prune()
+
+    def prune(self) -> list[str]:
+        keep = self.cfg.index.keep_versions
+        versions = self.layout.published_versions()
+        current = self.layout.current_version()
+        old = [v for v in versions if v != current][: max(0, len(versions) - keep)]
+        if not old:
+            return []
+        client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+        for v in old:
+            trash = self.layout.versions_dir / f".trash-{v}"
+            self.layout.version_dir(v).rename(trash)  # no longer a published version from here on
+            chroma_store.delete_collection(client, self.layout.collection_name(v))
+            shutil.rmtree(trash, ignore_errors=True)
+        return old
+
+    def close(self) -> None:
+        if self._embed_cache is not None:
+            self._embed_cache.close()
+
+    # ---- the whole thing, without Prefect ------------------------------------
+    def run(self) -> IngestStats:
+        from retrieval.store.layout import ingest_lock
+
+        t0 = time.perf_counter()
+        try:
+            with ingest_lock(self.layout.lock_file):
+                self.sweep_leftovers()
+                found = self.discover()
+                plan = self.plan(found)
+                if plan.changed_nothing and not self.force:
+                    self.stats.version = plan.previous
+                    self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
+                    return self.stats
+                extracted = self.extract(plan)
+                new_chunks = self.chunk(extracted)
+                docs, chunks = self.assemble(plan, extracted, new_chunks)
+                vectors = self.embed(chunks)
+                self.stats.chunks = len(chunks)
+                version = self.build(docs, chunks, vectors)
+                self.publish(version)
+                return self.stats
+        finally:
+            self.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
+            self.close()
+
+
+_EXTRACTORS: dict[tuple[str, str], Extractor] = {}
+_EXTRACT_CACHES: dict[str, ExtractCache] = {}
+
+
+def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
+    """Extract a batch of documents; failures are returned, never raised (one bad file never stops a run).
+
+    A plain function of (config, batch) so Prefect can map it over batches on any task runner,
+    Dask workers in other processes included; each process keeps one extractor and cache connection.
+    """
+    key = (cfg.corpus.markdown_extractor, cfg.corpus.pdf_pipeline)
+    extractor = _EXTRACTORS.get(key)
+    if extractor is None:
+        extractor = _EXTRACTORS[key] = Extractor(*key)
+    cache_path = Layout(cfg).extract_cache
+    cache = _EXTRACT_CACHES.get(str(cache_path))
+    if cache is None:
+        cache = _EXTRACT_CACHES[str(cache_path)] = ExtractCache(cache_path)
+    docs: list[Document] = []
+    failed: list[FailedDoc] = []
+    ckey = extractor.cache_key
+    for src in batch:
+        try:
+            cached = cache.get(src.sha256, ckey, src.doc_id) if src.format != "beir" else None
+            if cached is not None:
+                docs.append(cached)
+                continue
+            doc = extractor.extract(src)
+            if src.format != "beir":
+                cache.put(doc, ckey)
+            docs.append(doc)
+        except ExtractionError as exc:
+            failed.append(FailedDoc(src.doc_id, "extract", str(exc)))
+        except Exception as exc:  # a library crash on one file: record it, go on
+            failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
+    return docs, failed

@@ -1,0 +1,93 @@
+"""Chroma, embedded (PersistentClient) or over HTTP, always with our own vectors.
+
+Chroma's default embedding function downloads a model, so collections are made
+with ``embedding_function=None`` and every add/query passes vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from configs.errors import RagrigError
+from configs.schema import ChromaConfig
+
+log = logging.getLogger(__name__)
+
+_CLIENTS: dict[tuple[str, str], Any] = {}
+
+
+def chroma_client(cfg: ChromaConfig, path: Path) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    key = (cfg.mode, str(path) if cfg.mode == "embedded" else f"{cfg.host}:{cfg.port}")
+    client = _CLIENTS.get(key)
+    if client is None:
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        try:
+            if cfg.mode == "embedded":
+                path.mkdir(parents=True, exist_ok=True)
+                client = chromadb.PersistentClient(path=str(path), settings=settings)
+            else:
+                client = chromadb.HttpClient(host=cfg.host, port=cfg.port, settings=settings)
+        except Exception as exc:
+            where = path if cfg.mode == "embedded" else f"http://{cfg.host}:{cfg.port}"
+            raise RagrigError(f"cannot open Chroma ({cfg.mode}) at {where}: {type(exc).__name__}: {exc}") from None
+        _CLIENTS[key] = client
+    return client
+
+
+def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Chroma metadata values must be str/int/float/bool: lists become comma-joined strings."""
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        if isinstance(v, bool | int | float | str):
+            out[k] = v
+        elif isinstance(v, list | tuple):
+            out[k] = ",".join(str(x) for x in v)
+        elif v is not None:
+            out[k] = str(v)
+    return out
+
+
+def create_collection(client: Any, name: str, dim: int) -> Any:
+    try:
+        client.delete_collection(name)  # a leftover of a crashed build of the same version
+    except Exception:
+        pass
+    return client.create_collection(
+        name=name, embedding_function=None, metadata={"hnsw:space": "cosine", "dim": dim}
+    )
+
+
+def add_vectors(
+    collection: Any,
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    metadatas: Sequence[dict[str, Any]],
+    batch: int = 2000,
+) -> None:
+    for i in range(0, len(ids), batch):
+        collection.add(
+            ids=list(ids[i : i + batch]),
+            embeddings=vectors[i : i + batch].tolist(),
+            metadatas=[_clean_meta(m) for m in metadatas[i : i + batch]],
+        )
+
+
+def delete_collection(client: Any, name: str) -> bool:
+    try:
+        client.delete_collection(name)
+        return True
+    except Exception:
+        return False
+
+
+def list_collections(client: Any) -> list[str]:
+    cols = client.list_collections()
+    return [c if isinstance(c, str) else c.name for c in cols]

@@ -1,0 +1,87 @@
+"""A published index version, read-only: manifest, documents, chunks, BM25 and the Chroma collection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from configs.errors import IndexNotFoundError, RagrigError
+from configs.schema import RagrigConfig
+from retrieval.store.layout import Layout
+from retrieval.types import Chunk, Document
+
+MANIFEST = "manifest.json"
+DOCUMENTS = "documents.jsonl"
+CHUNKS = "chunks.jsonl"
+KEYWORDS = "keywords.json"
+BM25_DIR = "bm25"
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+class IndexVersion:
+    def __init__(self, cfg: RagrigConfig, layout: Layout, version: str) -> None:
+        self.cfg = cfg
+        self.layout = layout
+        self.version = version
+        self.dir = layout.version_dir(version)
+        try:
+            self.manifest: dict[str, Any] = json.loads((self.dir / MANIFEST).read_text())
+        except FileNotFoundError:
+            raise IndexNotFoundError(f"index version {version} at {self.dir} is incomplete (no manifest)") from None
+
+    @classmethod
+    def current(cls, cfg: RagrigConfig) -> IndexVersion:
+        layout = Layout(cfg)
+        version = layout.current_version()
+        if version is None:
+            raise IndexNotFoundError(
+                f"no published index for this config (looked in {layout.index_dir}); run `ragrig ingest` first"
+            )
+        return cls(cfg, layout, version)
+
+    @cached_property
+    def chunks(self) -> list[Chunk]:
+        return [Chunk.from_dict(d) for d in iter_jsonl(self.dir / CHUNKS)]
+
+    @cached_property
+    def chunk_index(self) -> dict[str, int]:
+        return {c.chunk_id: i for i, c in enumerate(self.chunks)}
+
+    def documents(self) -> Iterator[Document]:
+        for d in iter_jsonl(self.dir / DOCUMENTS):
+            yield Document.from_dict(d)
+
+    @cached_property
+    def documents_by_id(self) -> dict[str, Document]:
+        return {d.doc_id: d for d in self.documents()}
+
+    @cached_property
+    def keywords(self) -> dict[str, Any]:
+        path = self.dir / KEYWORDS
+        return json.loads(path.read_text()) if path.exists() else {"terms": []}
+
+    @property
+    def model_id(self) -> str:
+        return str(self.manifest["embedding"]["model_id"])
+
+    @property
+    def collection_name(self) -> str:
+        return str(self.manifest["chroma"]["collection"])
+
+    def collection(self) -> Any:
+        from retrieval.store.chroma_store import chroma_client
+
+        client = chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+        try:
+            return client.get_collection(self.collection_name)
+        except Exception as exc:
+            raise RagrigError(f"Chroma collection {self.collection_name} of version {self.version} is missing: {exc}") from None
