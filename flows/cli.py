@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from configs.errors import RagrigError
+from configs.errors import InputError, RagrigError
 from configs.schema import RagrigConfig, load_config
 
 
@@ -74,6 +74,114 @@ def cmd_ingest(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0
 
 
+def _retriever(cfg: RagrigConfig):  # type: ignore[no-untyped-def]
+    from retrieval.retriever import Retriever
+
+    return Retriever(cfg)
+
+
+def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from rich.table import Table
+
+    from flows.report import console
+    from retrieval.context import build_context
+    from retrieval.filters import Filters
+
+    filters = Filters.parse(args.filter)
+    retriever = _retriever(cfg)
+    res = retriever.search(args.query, top_k=args.top_k, filters=filters)
+    if args.context:
+        ctx = build_context(res.hits, args.context_tokens, retriever.embedder.count_tokens)
+        if args.json:
+            print(json.dumps(ctx.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            print(ctx.text)
+        return 0
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False, default=str))
+        return 0
+    table = Table(title=f"{res.query!r} @ {retriever.version.layout.key}@{res.version}", title_justify="left")
+    for col, just in (("#", "right"), ("header path", "left"), ("doc", "left"), ("score", "right"),
+                      ("bm25", "right"), ("vector", "right"), ("header", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    for i, h in enumerate(res.hits, 1):
+        def rk(s: str) -> str:
+            r = h.rank_in(s)
+            return "-" if r is None else str(r)
+
+        table.add_row(str(i), h.header + (f"  [dim]({h.reason})[/dim]" if h.reason else ""), h.doc_id,
+                      f"{h.score:.3f}", rk("bm25"), rk("vector"), rk("header"))
+    console.print(table)
+    if args.debug:
+        print(f"normalised query: {res.normalized}")
+        print(f"bm25 query:       {res.bm25_query}" + (f"  (expanded: {', '.join(res.expansions)})" if res.expansions else ""))
+        if res.comparison:
+            print(f"comparison of:    {' | '.join(res.comparison)}")
+        print("candidates:       " + ", ".join(f"{k}={v}" for k, v in res.candidates.items()))
+        print("timings (ms):     " + ", ".join(f"{k}={v:.1f}" for k, v in res.timings_ms.items()))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from flows.report import print_eval
+
+    if args.no_prefect:
+        from eval.mlflow_log import log_report
+        from eval.runner import evaluate
+        from eval.testset import load_testset
+
+        paths = args.testset or cfg.eval.testsets
+        if not paths:
+            raise InputError("no test set: pass --testset FILE or set eval.testsets")
+        retriever = _retriever(cfg)
+        results = []
+        for p in paths:
+            report = evaluate(cfg, load_testset(p), retriever, repeats=args.repeats)
+            d = report.to_dict()
+            if cfg.mlflow.enabled:
+                d["mlflow_run_id"] = log_report(cfg, report, run_name=args.run_name)
+            results.append(d)
+    else:
+        from flows.evaluate import evaluate_flow
+
+        results = evaluate_flow(config_path=args.config, overrides=args.overrides, testsets=args.testset or None,
+                                repeats=args.repeats, run_name=args.run_name)
+    for r in results:
+        print_eval(r)
+    _write_json(args.output_json, results[0] if len(results) == 1 else {"runs": results})
+    return 0
+
+
+def cmd_import_beir(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from eval.testset import dump_testset, import_beir
+
+    ts = import_beir(args.folder, args.split)
+    text = dump_testset(ts)
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {len(ts.cases)} cases to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    """The main job: ingest, then evaluate every configured test set and log to MLflow."""
+    args.force = False
+    args.output_json_ingest = None
+    ns = argparse.Namespace(**{**vars(args), "output_json": None, "max_failures": None, "wait": 0.0, "quiet": False})
+    rc = cmd_ingest(ns, cfg)
+    if rc != 0:
+        return rc
+    ns = argparse.Namespace(**{**vars(args), "testset": None, "repeats": None, "run_name": args.run_name})
+    rc = cmd_eval(ns, cfg)
+    from eval.mlflow_log import tracking_uri
+
+    print(f"MLflow store: {tracking_uri(cfg)}  (browse: mlflow ui --backend-store-uri {tracking_uri(cfg)} --host 127.0.0.1)")
+    return rc
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -87,6 +195,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prefect", action="store_true", help="run the plain pipeline without a Prefect flow")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("query", help="retrieve the best chunks for a query from the published index")
+    _common(p)
+    p.add_argument("query")
+    p.add_argument("--top-k", "-k", type=int, default=None)
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                   help="path=GLOB, format=md|html|docx|…, fm.FIELD=VALUE (repeatable)")
+    p.add_argument("--debug", action="store_true", help="show the processed query, candidate counts and timings")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--context", action="store_true", help="print the numbered context block for an LLM")
+    p.add_argument("--context-tokens", type=int, default=1500, help="token budget of --context")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("eval", help="evaluate retrieval on YAML test sets and log to MLflow")
+    _common(p)
+    p.add_argument("--testset", "-t", action="append", default=[], help="test set YAML (default: eval.testsets)")
+    p.add_argument("-n", "--repeats", type=int, default=None, help="run N times: latency percentiles and variance")
+    p.add_argument("--output-json", metavar="FILE")
+    p.add_argument("--run-name", default=None)
+    p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("run", help="the main job: ingest the corpus, evaluate its test sets, log to MLflow")
+    _common(p)
+    p.add_argument("--run-name", default=None)
+    p.add_argument("--no-prefect", action="store_true", help="run without Prefect flows")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
+    _common(p)
+    p.add_argument("folder")
+    p.add_argument("--split", default="test")
+    p.add_argument("--output", "-o", default=None)
+    p.set_defaults(func=cmd_import_beir)
     return parser
 
 

@@ -65,12 +65,16 @@ def _ingest(cfg: RagrigConfig, force: bool, progress: bool, wait_s: float = 0.0)
                 if bar is not None:
                     bar.close()
                 pipe.stats.seconds["extract"] = round(time.perf_counter() - t_ex, 3)
-                new_chunks = chunk_task(pipe, docs)
-                all_docs, chunks = pipe.assemble(plan, docs, new_chunks)
-                vectors = embed_task(pipe, chunks)
-                pipe.stats.chunks = len(chunks)
-                version = build_task(pipe, all_docs, chunks, vectors)
-                publish_task(pipe, version)
+                if pipe.only_failures(plan, docs):
+                    pipe.stats.version = plan.previous
+                    pipe.stats.chunks = IndexVersion(cfg, pipe.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
+                else:
+                    new_chunks = chunk_task(pipe, docs)
+                    all_docs, chunks = pipe.assemble(plan, docs, new_chunks)
+                    vectors = embed_task(pipe, chunks)
+                    pipe.stats.chunks = len(chunks)
+                    version = build_task(pipe, all_docs, chunks, vectors)
+                    publish_task(pipe, version)
     finally:
         pipe.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
         pipe.close()

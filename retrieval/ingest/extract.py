@@ -16,7 +16,7 @@ import re
 import threading
 from typing import Any
 
-from retrieval.ingest.markdown import split_frontmatter
+from retrieval.ingest.markdown import parse_headers, split_frontmatter
 from retrieval.types import Document, SourceDoc
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,20 @@ def beir_markdown(title: str, text: str) -> str:
     return f"# {title}\n\n{body}\n" if title else f"{body}\n"
 
 
+def _promote_headings(markdown: str) -> str:
+    """docling writes Word's "Heading N" with N+1 '#'s (only the "Title" style gets one '#'); with no
+    '#'-level header at all, shift every header up one level so "Heading 1" is '#', as in HTML and Markdown."""
+    headers = parse_headers(markdown)
+    if not headers or min(h.level for h in headers) < 2:
+        return markdown
+    out, pos = [], 0
+    for h in headers:
+        i = markdown.index("#", h.start)
+        out.append(markdown[pos:i])
+        pos = i + 1
+    return "".join(out) + markdown[pos:]
+
+
 class Extractor:
     """Converts SourceDocs to Documents. Holds one docling converter per process (built lazily)."""
 
@@ -84,7 +98,7 @@ class Extractor:
             dv = version("docling-slim")
         except Exception:  # pragma: no cover
             dv = "unknown"
-        return f"md={self.markdown_extractor};pdf={'native' if self.native_pdf else 'layout'};docling={dv}"
+        return f"md={self.markdown_extractor};pdf={'native' if self.native_pdf else 'layout'};docling={dv};docx-h1"
 
     def _docling(self) -> Any:
         if self._converter is None:
@@ -151,6 +165,8 @@ class Extractor:
                 markdown = self._convert(src.path.stem + ".md", body.encode("utf-8")) if body.strip() else ""
         else:
             markdown = self._convert(src.path.name, data)
+            if src.format == "docx":
+                markdown = _promote_headings(markdown)
             if src.format == "pdf" and self.native_pdf:
                 warnings.append(NATIVE_PDF_WARNING)
         if not markdown.strip():

@@ -127,10 +127,10 @@ class KeywordNormalizer:
 
     def mentioned(self, text: str) -> list[str]:
         """Library terms that ``text`` mentions, in order of first mention (for multi-hop judges)."""
-        found: dict[str, None] = {}
+        found: dict[str, int] = {}  # term -> offset of its first mention
         for rx in (self._param, self._plain):
             if rx is None:
                 continue
             for m in rx.finditer(text):
-                found.setdefault(self.canonical[m.group(1).casefold()], None)
-        return list(found)
+                found.setdefault(self.canonical[m.group(1).casefold()], m.start())
+        return sorted(found, key=found.__getitem__)

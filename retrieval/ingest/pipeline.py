@@ -74,6 +74,7 @@ class Plan:
     reused_chunks: dict[str, list[Chunk]]
     removed: list[str]
     previous: str | None
+    previous_docs: dict[str, Document] = field(default_factory=dict)  # to keep a last good version on failure
 
     @property
     def changed_nothing(self) -> bool:
@@ -183,7 +184,8 @@ class IngestPipeline:
             self.stats.docs_unchanged = len(reused)
             self.stats.docs_removed = len(removed)
             self.stats.previous_version = previous
-            return Plan(found.docs, to_extract, reused, dict(prev_chunks), removed, previous if not self.force else None)
+            return Plan(found.docs, to_extract, reused, dict(prev_chunks), removed, previous if not self.force else None,
+                        prev_docs)
 
     def extract_batch(self, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
         return extract_sources(self.cfg, batch)
@@ -207,6 +209,10 @@ class IngestPipeline:
             if bar is not None:
                 bar.close()
             return out
+
+    def only_failures(self, plan: Plan, extracted: list[Document]) -> bool:
+        """Every document to (re-)extract failed and none was removed: the published version still holds."""
+        return plan.previous is not None and not self.force and not extracted and not plan.removed
 
     def record_extracted(self, docs: list[Document], failed: list[FailedDoc]) -> None:
         for f in failed:
@@ -260,10 +266,12 @@ class IngestPipeline:
     def assemble(self, plan: Plan, extracted: list[Document], new_chunks: list[Chunk]) -> tuple[list[Document], list[Chunk]]:
         """All documents and chunks of the new version, in corpus order."""
         failed = {f["doc_id"] for f in self.stats.failures if f["stage"] != "discover"}
-        docs_by_id = {d.doc_id: d for d in plan.reused}
+        # a changed document that now fails keeps its last good version: a bad edit never loses data
+        kept = [plan.previous_docs[i] for i in sorted(failed) if i in plan.previous_docs]
+        docs_by_id = {d.doc_id: d for d in [*plan.reused, *kept]}
         docs_by_id.update({d.doc_id: d for d in extracted if d.doc_id not in failed})
         chunks_by_doc: dict[str, list[Chunk]] = defaultdict(list)
-        for d in plan.reused:
+        for d in [*plan.reused, *kept]:
             chunks_by_doc[d.doc_id] = list(plan.reused_chunks.get(d.doc_id, []))
         for c in new_chunks:
             if c.doc_id not in failed:
@@ -375,6 +383,10 @@ class IngestPipeline:
                     self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
                     return self.stats
                 extracted = self.extract(plan)
+                if self.only_failures(plan, extracted):
+                    self.stats.version = plan.previous
+                    self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
+                    return self.stats
                 new_chunks = self.chunk(extracted)
                 docs, chunks = self.assemble(plan, extracted, new_chunks)
                 vectors = self.embed(chunks)

@@ -1,0 +1,43 @@
+# The two commands people and CI use: `make run` (the main job) and `make test`.
+# Both create/update the virtual environment in .venv first; `make install` does only that.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_VERBOSITY ?= error
+export HF_HUB_DISABLE_PROGRESS_BARS ?= 1
+export ANONYMIZED_TELEMETRY ?= False
+export MLFLOW_DISABLE_TELEMETRY ?= true
+export RAGAS_DO_NOT_TRACK ?= true
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+
+.PHONY: install run test test-fast bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 2; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, pinned: the local CPU wheel; the constraints keep every later resolve on it
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchvision') is not None)" \
+		|| { echo "torchvision got installed: it breaks sentence-transformers on CPU torch"; exit 1; }
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/ragrig run
+
+test: install
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow"
+
+bench: install
+	$(PY) benchmarks/ingest_vs_encode.py
+
+clean:
+	rm -rf .ragrig

@@ -1,0 +1,79 @@
+"""Section-level IR metrics per query: precision, recall, hit rate, MRR, MAP and nDCG at each k.
+
+A ranked chunk is relevant when it touches (overlaps) an expected section. Each expected
+section earns its grade once, at the first chunk that touches it; later chunks touching
+the same section count for precision but earn no more gain, and the ideal DCG sorts the
+expected grades, so nDCG never exceeds 1 when a big section is split into many chunks.
+With one chunk per document and whole-document expectations this is exactly trec_eval's
+P_k, recall_k, recip_rank, map_cut_k and ndcg_cut_k (linear gain); a test checks that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eval.relevance import Target
+
+METRICS = ("precision", "recall", "hit_rate", "mrr", "map", "ndcg")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    doc_id: str
+    start: int
+    end: int
+
+
+def touched(item: Ranked, targets: Sequence[Target]) -> list[int]:
+    return [j for j, t in enumerate(targets) if t.touches(item.doc_id, item.start, item.end)]
+
+
+def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequence[int]) -> dict[str, float]:
+    """All metrics at every k for one query, keyed like ``ndcg@10``."""
+    if not targets:
+        raise ValueError("a query needs at least one expected section")
+    n_rel = len(targets)
+    ideal = sorted((t.grade for t in targets), reverse=True)
+    out: dict[str, float] = {}
+    kmax = max(ks)
+    rel_flags: list[bool] = []
+    new_gain: list[float] = []
+    new_count: list[int] = []
+    seen: set[int] = set()
+    for item in ranking[:kmax]:
+        hit = touched(item, targets)
+        rel_flags.append(bool(hit))
+        fresh = [j for j in hit if j not in seen]
+        seen.update(fresh)
+        new_gain.append(float(sum(targets[j].grade for j in fresh)))
+        new_count.append(len(fresh))
+    for k in ks:
+        flags = rel_flags[:k]
+        n_hits = sum(flags)
+        covered = sum(new_count[:k])
+        out[f"precision@{k}"] = n_hits / k
+        out[f"recall@{k}"] = covered / n_rel
+        out[f"hit_rate@{k}"] = 1.0 if n_hits else 0.0
+        first = next((i for i, f in enumerate(flags) if f), None)
+        out[f"mrr@{k}"] = 0.0 if first is None else 1.0 / (first + 1)
+        ap = 0.0
+        running = 0
+        for i, f in enumerate(flags):
+            if f:
+                running += 1
+            if new_count[i]:
+                ap += new_count[i] * running / (i + 1)
+        out[f"map@{k}"] = ap / n_rel
+        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(new_gain[:k]) if g)
+        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
+        out[f"ndcg@{k}"] = dcg / idcg if idcg > 0 else 0.0
+    return out
+
+
+def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    keys = rows[0].keys()
+    return {k: sum(r[k] for r in rows) / len(rows) for k in keys}

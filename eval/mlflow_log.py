@@ -1,0 +1,141 @@
+"""Log an evaluation to MLflow: params (flattened resolved config, provenance), metrics, artifacts.
+
+Defaults to a local sqlite store under the ragrig home with an explicit artifact location
+(MLflow 3 refuses the plain file store). Secrets never reach MLflow: params whose key looks
+like a credential are dropped, and values equal to a secret from the environment are masked.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from configs.schema import RagrigConfig
+from eval.runner import EvalReport
+
+SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.I)
+
+
+def tracking_uri(cfg: RagrigConfig) -> str:
+    if cfg.mlflow.tracking_uri:
+        return cfg.mlflow.tracking_uri
+    d = cfg.home_dir / "mlflow"
+    d.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{d / 'mlflow.db'}"
+
+
+def artifact_location(cfg: RagrigConfig) -> str:
+    if cfg.mlflow.artifact_location:
+        return cfg.mlflow.artifact_location
+    d = cfg.home_dir / "mlflow" / "artifacts"
+    d.mkdir(parents=True, exist_ok=True)
+    return d.as_uri()
+
+
+def _env_secrets() -> list[str]:
+    return [v for k, v in os.environ.items() if SECRET_KEY.search(k) and v and len(v) >= 6]
+
+
+def scrub(value: str, secrets: list[str] | None = None) -> str:
+    for s in secrets if secrets is not None else _env_secrets():
+        value = value.replace(s, "***")
+    return value
+
+
+def safe_params(flat: dict[str, Any]) -> dict[str, str]:
+    secrets = _env_secrets()
+    out = {}
+    for k, v in flat.items():
+        if SECRET_KEY.search(k):
+            continue
+        out[k] = scrub(str(v), secrets)[:6000]
+    return out
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=Path(__file__).resolve().parent).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def metric_name(key: str) -> str:
+    """MLflow metric names allow [\\w./ -]: '@' becomes '_at_'."""
+    return re.sub(r"[^\w./ -]", "_", key.replace("@", "_at_"))
+
+
+def ensure_experiment(cfg: RagrigConfig) -> str:
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(cfg))
+    exp = mlflow.get_experiment_by_name(cfg.mlflow.experiment)
+    if exp is None:
+        return mlflow.create_experiment(cfg.mlflow.experiment, artifact_location=artifact_location(cfg))
+    return exp.experiment_id
+
+
+def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
+               tags: dict[str, str] | None = None) -> str:
+    """One MLflow run for one evaluation; returns the run id."""
+    import mlflow
+    import pandas as pd
+
+    from eval.plots import per_tag_png, recall_ndcg_png
+
+    exp_id = ensure_experiment(cfg)
+    secrets = _env_secrets()
+    with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested) as run:
+        params = safe_params(cfg.flat())
+        params.update({
+            "index.version": report.index_version,
+            "index.key": report.index_key,
+            "embedding.model_id": report.model_id,
+            "testset.name": report.testset,
+            "testset.sha256": report.testset_sha256 or "",
+            "git.commit": git_commit(),
+        })
+        items = list(params.items())
+        for i in range(0, len(items), 90):
+            mlflow.log_params(dict(items[i : i + 90]))
+        mlflow.set_tags({"ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}",
+                         **(tags or {})})
+        metrics = {metric_name(k): v for k, v in report.overall.items()}
+        for tag, vals in report.per_tag.items():
+            for k in ("ndcg@10", "recall@10", "mrr@10", "hit_rate@5"):
+                if k in vals:
+                    metrics[metric_name(f"tag.{tag}.{k}")] = vals[k]
+        for k, v in report.latency_ms.items():
+            metrics[f"latency_ms.{k}"] = v
+        for k, v in report.variance.items():
+            metrics[metric_name(k)] = v
+        for k, v in report.ragas.items():
+            metrics[metric_name(f"ragas.{k}")] = v
+        mlflow.log_metrics(metrics)
+        rows = [{"id": r["id"], "query": scrub(r["query"], secrets), "tags": ",".join(r["tags"]),
+                 **{k: r["metrics"][k] for k in ("ndcg@10", "recall@10", "mrr@10", "precision@5")},
+                 "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"])}
+                for r in report.per_query]
+        df = pd.DataFrame(rows)
+        mlflow.log_table(df, artifact_file="per_query.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            t = Path(tmp)
+            df.to_csv(t / "per_query.csv", index=False)
+            (t / "config.yaml").write_text(scrub(cfg.to_yaml(), secrets))
+            failed = [r for r in report.per_query if r["missed@10"]]
+            buf = io.StringIO()
+            for r in failed:
+                buf.write(f"## {r['id']}: {r['query']}\nmissed@10: {', '.join(r['missed@10'])}\n")
+                for h in r["top"][:5]:
+                    buf.write(f"  {h['rank']}. {'*' if h['relevant'] else ' '} {h['header']} ({h['chunk_id']})\n")
+                buf.write("\n")
+            (t / "failed_cases.md").write_text(scrub(buf.getvalue(), secrets) or "no failed cases\n")
+            recall_ndcg_png(report, t / "recall_ndcg_at_k.png")
+            per_tag_png(report, t / "per_tag.png")
+            mlflow.log_artifacts(str(t))
+        return run.info.run_id

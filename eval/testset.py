@@ -1,0 +1,136 @@
+"""YAML test sets: load and validate (errors name file, line, case id and field), and import BEIR qrels."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from configs.errors import InputError
+from configs.yamlio import load_yaml
+
+KNOWN_TAGS = {"single-hop", "multi-hop", "comparison", "paraphrase", "exact-term"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Expectation(_Strict):
+    doc: str = Field(min_length=1)
+    section: str | None = None
+    grade: int = Field(1, ge=1, le=10)
+
+
+class Case(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+    query: str = Field(min_length=1)
+    expect: list[Expectation] = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    max_hops: int | None = Field(None, ge=0, le=5)
+
+
+class TestSet(_Strict):
+    __test__ = False  # not a pytest class
+    name: str = Field(min_length=1)
+    corpus: str | None = None
+    description: str | None = None
+    cases: list[Case] = Field(min_length=1)
+    path: str | None = Field(None, exclude=True)
+    sha256: str | None = Field(None, exclude=True)
+
+    @property
+    def tags(self) -> list[str]:
+        return sorted({t for c in self.cases for t in c.tags})
+
+
+def load_testset(path: str | Path) -> TestSet:
+    p = Path(path)
+    located = load_yaml(p)
+    data = located.data
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: a test set must be a mapping with 'name' and 'cases'")
+    try:
+        ts = TestSet.model_validate(data)
+    except ValidationError as exc:
+        msgs = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            where = located.where(loc)
+            case = ""
+            if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+                cases = data.get("cases") or []
+                cid = cases[loc[1]].get("id") if loc[1] < len(cases) and isinstance(cases[loc[1]], dict) else None
+                case = f" case '{cid}'" if cid else f" case #{loc[1] + 1}"
+            field = ".".join(str(x) for x in loc)
+            msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+            msgs.append(f"{where}:{case} {field}: {msg}")
+        raise InputError("invalid test set:\n  " + "\n  ".join(msgs)) from None
+    seen: dict[str, int] = {}
+    for i, case in enumerate(ts.cases):
+        if case.id in seen:
+            raise InputError(
+                f"{located.where(('cases', i, 'id'))}: duplicate case id '{case.id}' (first as case #{seen[case.id] + 1})"
+            )
+        seen[case.id] = i
+    ts.path = str(p)
+    ts.sha256 = hashlib.sha256(p.read_bytes()).hexdigest()
+    return ts
+
+
+def import_beir(folder: str | Path, split: str = "test") -> TestSet:
+    """BEIR queries.jsonl + qrels/<split>.tsv -> a test set with ``doc:`` expectations (no section)."""
+    root = Path(folder)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    queries_path = root / "queries.jsonl"
+    for p in (qrels_path, queries_path):
+        if not p.is_file():
+            raise InputError(f"{p}: not found (expected a BEIR folder with queries.jsonl and qrels/{split}.tsv)")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_path, encoding="utf-8", newline="") as fh:
+        for lineno, row in enumerate(csv.reader(fh, delimiter="\t"), 1):
+            row = [c.strip().strip("\r") for c in row]
+            if not row or not any(row):
+                continue
+            if lineno == 1 and row[0] == "query-id":
+                continue
+            if len(row) < 3:
+                raise InputError(f"{qrels_path}:{lineno}: expected query-id, corpus-id, score")
+            try:
+                score = int(float(row[2]))
+            except ValueError:
+                raise InputError(f"{qrels_path}:{lineno}: score {row[2]!r} is not a number") from None
+            if score > 0:
+                qrels.setdefault(row[0], {})[row[1]] = score
+    texts: dict[str, str] = {}
+    with open(queries_path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                texts[str(rec["_id"])] = str(rec["text"])
+            except (json.JSONDecodeError, KeyError) as exc:
+                raise InputError(f"{queries_path}:{lineno}: bad query record ({exc})") from None
+    missing = sorted(set(qrels) - set(texts))
+    if missing:
+        raise InputError(f"{qrels_path}: {len(missing)} query ids have no text in queries.jsonl (e.g. {missing[:3]})")
+    cases = [
+        Case(id=f"q{qid}" if not qid[:1].isalnum() else qid, query=texts[qid],
+             expect=[Expectation(doc=d, grade=g) for d, g in sorted(docs.items())], tags=[split])
+        for qid, docs in sorted(qrels.items(), key=lambda kv: (len(kv[0]), kv[0]))
+    ]
+    return TestSet(name=f"{root.name}-{split}", corpus=str(root), cases=cases)
+
+
+def dump_testset(ts: TestSet) -> str:
+    data = ts.model_dump(exclude_none=True)
+    for c in data["cases"]:
+        for e in c["expect"]:
+            if e.get("grade") == 1:
+                e.pop("grade")
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)

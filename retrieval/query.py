@@ -1,0 +1,133 @@
+"""Query processing: validation, keyword-library normalisation, synonym expansion, comparison detection."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from configs.errors import InputError
+from configs.yamlio import load_yaml
+from retrieval.ingest.keywords import KeywordNormalizer
+
+
+def validate_query(query: object, max_chars: int = 2000) -> str:
+    """A usable query string, or an InputError saying what is wrong with it."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be text, got {type(query).__name__}")
+    for i, ch in enumerate(query):
+        if ch in "\t\n\r":
+            continue
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch not in "\u200d":
+            raise InputError(f"query has a control/invalid character U+{ord(ch):04X} at position {i}")
+    q = " ".join(query.split())
+    if not q:
+        raise InputError("query is empty")
+    if len(q) > max_chars:
+        raise InputError(f"query is {len(q)} characters long; the limit is retrieval.max_query_chars={max_chars}")
+    return q
+
+
+Synonyms = dict[str, list[str]]
+
+
+def load_synonyms(path: str | Path | None) -> Synonyms:
+    """``official term: [user word, …]`` YAML -> mapping; every problem names the file and line."""
+    if not path:
+        return {}
+    located = load_yaml(path)
+    data = located.data or {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: synonyms must be a mapping 'official term: [user words…]'")
+    out: Synonyms = {}
+    for term, words in data.items():
+        where = located.where((term,))
+        if not isinstance(term, str) or not term.strip():
+            raise InputError(f"{where}: synonym key must be a non-empty string (got {term!r})")
+        if isinstance(words, str):
+            words = [words]
+        if not isinstance(words, list) or not all(isinstance(w, str) and w.strip() for w in words):
+            raise InputError(f"{where}: '{term}' must map to a list of non-empty strings (got {words!r})")
+        out[term.strip()] = [w.strip() for w in words]
+    return out
+
+
+_COMPARISON = [
+    re.compile(r"^(?:what(?:'s| is| are)\s+)?(?:the\s+)?differences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)[?.!]*$", re.I),
+    re.compile(r"^(?:how\s+(?:does|do|is|are)\s+)?compare\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)[?.!]*$", re.I),
+    re.compile(r"^(?:how\s+(?:does|do)\s+)?(?P<a>.+?)\s+compare\s+(?:to|with)\s+(?P<b>.+?)[?.!]*$", re.I),
+    re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)[?.!]*$", re.I),
+]
+_LEAD = re.compile(r"^(?:the|a|an|using|use|rule|rules)\s+", re.I)
+
+
+def _clean_entity(text: str) -> str:
+    text = text.strip(" \t\"'“”‘’`,.;:?!()")
+    prev = None
+    while prev != text:
+        prev, text = text, _LEAD.sub("", text)
+    return text.strip()
+
+
+def detect_comparison(query: str) -> list[str] | None:
+    """Entities of a comparison query ("X vs Y", "compare X and Y", "difference between X and Y"), else None.
+
+    "compare A, B and C" yields three entities.
+    """
+    for rx in _COMPARISON:
+        m = rx.match(query.strip())
+        if not m:
+            continue
+        a, b = m.group("a"), m.group("b")
+        parts = [p for p in re.split(r"\s*,\s*", a) if p] + [b]
+        ents = [_clean_entity(p) for p in parts]
+        ents = [e for e in ents if e]
+        if len(ents) >= 2:
+            return ents
+    return None
+
+
+@dataclass
+class ProcessedQuery:
+    raw: str
+    text: str  # validated and normalised: what the embedding model and header lookup see
+    bm25_text: str  # text plus synonym expansions: what BM25 sees
+    expansions: list[str] = field(default_factory=list)
+    comparison: list[str] | None = None
+
+
+class QueryProcessor:
+    def __init__(
+        self,
+        keywords: dict | None = None,
+        synonyms: Synonyms | None = None,
+        *,
+        normalise: bool = True,
+        expansion: bool = True,
+        max_chars: int = 2000,
+    ) -> None:
+        self.normalizer = KeywordNormalizer(keywords or {"terms": []})
+        self.normalise = normalise
+        self.expansion = expansion
+        self.max_chars = max_chars
+        self._syn: list[tuple[re.Pattern[str], str]] = []
+        for term, words in (synonyms or {}).items():
+            for w in sorted(set(words), key=len, reverse=True):
+                self._syn.append((re.compile(r"(?<!\w)" + re.escape(w) + r"(?!\w)", re.I), term))
+
+    def expand(self, text: str) -> list[str]:
+        """Official terms whose user words the text uses (and that it does not already name)."""
+        found: list[str] = []
+        low = text.casefold()
+        for rx, term in self._syn:
+            if term not in found and rx.search(text) and term.casefold() not in low:
+                found.append(term)
+        return found
+
+    def process(self, query: object) -> ProcessedQuery:
+        q = validate_query(query, self.max_chars)
+        text = self.normalizer.normalize(q) if self.normalise else q
+        expansions = self.expand(text) if self.expansion else []
+        bm25_text = " ".join([text, *expansions])
+        return ProcessedQuery(raw=q, text=text, bm25_text=bm25_text, expansions=expansions, comparison=detect_comparison(text))

@@ -1,0 +1,297 @@
+"""Hybrid retrieval over one published index version: BM25 + vector (+ header lookup) -> fusion -> shaping.
+
+Deterministic: every ranking breaks ties by (-score, chunk id). Explainable: each hit
+carries its rank and score in every source, and the result carries the normalised and
+expanded query, per-source candidate counts and per-stage timings.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from configs.errors import ModelMismatchError
+from configs.schema import RagrigConfig, RetrievalConfig
+from retrieval.bm25 import Bm25Index
+from retrieval.cache import QueryCache
+from retrieval.embedding import Embedder, model_id
+from retrieval.filters import Filters
+from retrieval.fusion import fuse, max_score, minmax
+from retrieval.header_index import HeaderIndex
+from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
+from retrieval.results import Hit, RetrievalResult, SourceScore
+from retrieval.shaping import adaptive_cut, dedup_key
+from retrieval.store.version import BM25_DIR, IndexVersion
+from retrieval.types import Chunk
+
+Runs = dict[str, dict[str, float]]
+
+
+class Retriever:
+    def __init__(self, cfg: RagrigConfig, version: IndexVersion | None = None, embedder: Embedder | None = None) -> None:
+        self.cfg = cfg
+        self.version = version or IndexVersion.current(cfg)
+        wanted = model_id(cfg.embedding)
+        if self.version.model_id != wanted:
+            raise ModelMismatchError(
+                f"index {self.version.layout.key}@{self.version.version} was built with embedding model "
+                f"'{self.version.model_id}', but the config asks for '{wanted}'; re-ingest or change embedding.model"
+            )
+        self.chunks: list[Chunk] = self.version.chunks
+        self.row = self.version.chunk_index
+        self.bm25 = Bm25Index.load(self.version.dir / BM25_DIR, cfg.index.bm25)
+        self.collection = self.version.collection()
+        self.headers = HeaderIndex(self.chunks)
+        self.embedder = embedder or Embedder(cfg.embedding)
+        if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
+            _ = self.embedder.model  # load now, so query timings measure queries, not model loading
+        r = cfg.retrieval
+        self.processor = QueryProcessor(
+            self.version.keywords,
+            load_synonyms(r.synonyms),
+            normalise=r.normalise,
+            expansion=r.expansion,
+            max_chars=r.max_query_chars,
+        )
+        self.cache: QueryCache[RetrievalResult] = QueryCache(r.cache_size, r.cache_ttl_s)
+        self._sections: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
+        for i, c in enumerate(self.chunks):
+            self._sections[(c.doc_id, tuple(c.header_path[:-1]))].append(i)
+        self._mask_cache: dict[Filters, np.ndarray] = {}
+
+    # ---- candidates ---------------------------------------------------------
+    def _mask(self, filters: Filters | None) -> np.ndarray | None:
+        if filters is None or filters.empty:
+            return None
+        m = self._mask_cache.get(filters)
+        if m is None:
+            m = self._mask_cache[filters] = filters.mask(self.chunks)
+        return m
+
+    def bm25_run(self, text: str, n: int, mask: np.ndarray | None = None) -> dict[str, float]:
+        toks = self.bm25.tokenizer(text)
+        return {self.chunks[i].chunk_id: s for i, s in self.bm25.search(toks, n, mask)}
+
+    def vector_runs(self, vecs: np.ndarray, n: int, mask: np.ndarray | None = None) -> list[dict[str, float]]:
+        total = self.collection.count()
+        if total == 0 or len(vecs) == 0:
+            return [{} for _ in range(len(vecs))]
+        kwargs: dict[str, Any] = {}
+        if mask is not None:
+            allowed = [self.chunks[i].chunk_id for i in np.nonzero(mask)[0]]
+            if not allowed:
+                return [{} for _ in range(len(vecs))]
+            kwargs["ids"] = allowed
+            total = len(allowed)
+        res = self.collection.query(
+            query_embeddings=np.asarray(vecs, dtype=np.float32), n_results=min(n, total), include=["distances"], **kwargs
+        )
+        out = []
+        for ids, dists in zip(res["ids"], res["distances"]):
+            out.append({i: 1.0 - float(d) for i, d in zip(ids, dists)})
+        return out
+
+    def header_run(self, text: str, n: int, mask: np.ndarray | None = None) -> dict[str, float]:
+        run: dict[str, float] = {}
+        for m in self.headers.mentions(text, self.cfg.retrieval.header_threshold, limit=n):
+            for row in m.rows:
+                if mask is not None and not mask[row]:
+                    continue
+                cid = self.chunks[row].chunk_id
+                run[cid] = max(run.get(cid, 0.0), m.score)
+        return run
+
+    def _active_sources(self, r: RetrievalConfig) -> list[str]:
+        return [s for s in ("bm25", "vector", "header") if r.fusion.weights.get(s, 0.0) > 0]
+
+    def candidate_runs(
+        self, pq: ProcessedQuery, qvec: np.ndarray | None, r: RetrievalConfig, mask: np.ndarray | None, t: dict[str, float]
+    ) -> Runs:
+        runs: Runs = {}
+        active = self._active_sources(r)
+        if "bm25" in active:
+            t0 = time.perf_counter()
+            runs["bm25"] = self.bm25_run(pq.bm25_text, r.candidates, mask)
+            t["bm25"] = (time.perf_counter() - t0) * 1000
+        if "vector" in active and qvec is not None:
+            t0 = time.perf_counter()
+            runs["vector"] = self.vector_runs(qvec[None, :], r.candidates, mask)[0]
+            t["vector"] = (time.perf_counter() - t0) * 1000
+        if "header" in active:
+            t0 = time.perf_counter()
+            runs["header"] = self.header_run(pq.text, r.candidates, mask)
+            t["header"] = (time.perf_counter() - t0) * 1000
+        return runs
+
+    # ---- fusion and shaping --------------------------------------------------
+    def fuse_runs(self, runs: Runs, r: RetrievalConfig) -> list[tuple[str, float]]:
+        f = r.fusion
+        present = {s: run for s, run in runs.items() if run}
+        if f.method == "rrf":
+            fused = fuse(present, "rrf", k=f.rrf_k, weights=f.weights)
+            top = max_score("rrf", list(present), f.weights, f.rrf_k)
+            return [(i, s / top) for i, s in fused]
+        fused = fuse(present, "weighted", weights=f.weights, normalization=f.normalization)
+        scaled = minmax(dict(fused))
+        return [(i, scaled[i]) for i, _ in fused]
+
+    def _hit(self, row: int, score: float, runs: Runs, ranks: dict[str, dict[str, int]]) -> Hit:
+        c = self.chunks[row]
+        sources = {
+            s: SourceScore(rank=ranks[s][c.chunk_id], score=float(runs[s][c.chunk_id]))
+            for s in runs
+            if c.chunk_id in ranks.get(s, {})
+        }
+        return Hit(
+            chunk_id=c.chunk_id, doc_id=c.doc_id, header_path=list(c.header_path), text=c.text, score=float(score),
+            sources=sources, start=c.start, end=c.end, tokens=c.tokens,
+        )
+
+    def shape(
+        self, pq: ProcessedQuery, fused: list[tuple[str, float]], runs: Runs, r: RetrievalConfig, top_k: int,
+        mask: np.ndarray | None,
+    ) -> list[Hit]:
+        ranks = {s: {cid: i + 1 for i, (cid, _) in enumerate(sorted(run.items(), key=lambda kv: (-kv[1], kv[0])))} for s, run in runs.items()}
+        hits: list[Hit] = []
+        seen: set[tuple[Any, ...]] = set()
+        for cid, score in fused:
+            if score < r.min_relevance:
+                break
+            row = self.row[cid]
+            if r.dedup:
+                keys = dedup_key(self.chunks[row])
+                if any(k in seen for k in keys):
+                    continue
+                seen.update(keys)
+            hits.append(self._hit(row, score, runs, ranks))
+            if len(hits) >= max(top_k, r.adaptive.max_results if r.adaptive.enabled else 0) and not pq.comparison:
+                break
+        if pq.comparison:
+            hits = self._guarantee_entities(pq.comparison, hits, runs, ranks, r, top_k, mask)
+        hits = hits[:top_k]
+        if r.adaptive.enabled:
+            hits = adaptive_cut(hits, r.adaptive.min_results, min(r.adaptive.max_results, top_k), r.adaptive.gap)
+        if r.section_expansion_tokens > 0:
+            hits = self._expand_sections(hits, r.section_expansion_tokens)
+        return hits
+
+    def entity_row(self, entity: str, r: RetrievalConfig, mask: np.ndarray | None) -> int | None:
+        """The best chunk for a named thing: a header match first, else the top hybrid hit for the name alone."""
+        for m in self.headers.lookup(entity, r.header_threshold):
+            rows = [x for x in m.rows if mask is None or mask[x]]
+            if rows:
+                return rows[0]
+        sub = self.processor.process(entity)
+        vec = self.embedder.encode_queries([sub.text])[0] if "vector" in self._active_sources(r) else None
+        runs = self.candidate_runs(sub, vec, r, mask, {})
+        fused = self.fuse_runs(runs, r)
+        return self.row[fused[0][0]] if fused else None
+
+    def _guarantee_entities(
+        self, entities: list[str], hits: list[Hit], runs: Runs, ranks: dict[str, dict[str, int]], r: RetrievalConfig,
+        top_k: int, mask: np.ndarray | None,
+    ) -> list[Hit]:
+        pinned: list[Hit] = []
+        for ent in entities:
+            row = self.entity_row(ent, r, mask)
+            if row is None:
+                continue
+            cid = self.chunks[row].chunk_id
+            existing = next((h for h in hits if h.chunk_id == cid), None)
+            h = existing or self._hit(row, 0.0, runs, ranks)
+            h.reason = f"comparison: {ent}"
+            if h not in pinned:
+                pinned.append(h)
+        room = max(0, top_k - len(pinned))
+        rest = [h for h in hits if h not in pinned][:room]
+        merged = [h for h in hits if h in pinned or h in rest] + [h for h in pinned if h not in hits]
+        return merged[:top_k] if len(merged) > top_k else merged
+
+    def _expand_sections(self, hits: list[Hit], budget: int) -> list[Hit]:
+        """A small matched chunk brings its section's sibling chunks (in document order) within a token budget."""
+        out: list[Hit] = []
+        have = {h.chunk_id for h in hits}
+        for h in hits:
+            out.append(h)
+            row = self.row[h.chunk_id]
+            c = self.chunks[row]
+            if c.tokens >= budget:
+                continue
+            used = c.tokens
+            for sib in self._sections.get((c.doc_id, tuple(c.header_path[:-1])), []):
+                s = self.chunks[sib]
+                if s.chunk_id in have or used + s.tokens > budget:
+                    continue
+                used += s.tokens
+                have.add(s.chunk_id)
+                out.append(
+                    Hit(chunk_id=s.chunk_id, doc_id=s.doc_id, header_path=list(s.header_path), text=s.text,
+                        score=h.score, reason=f"section of {h.chunk_id}", start=s.start, end=s.end, tokens=s.tokens)
+                )
+        return out
+
+    # ---- public API -------------------------------------------------------------
+    def _cache_key(self, pq: ProcessedQuery, r: RetrievalConfig, top_k: int, filters: Filters | None) -> tuple[Any, ...]:
+        return (pq.text, pq.bm25_text, self.version.layout.key, self.version.version, top_k, filters,
+                json.dumps(r.model_dump(), sort_keys=True))
+
+    def search(
+        self, query: str, *, top_k: int | None = None, filters: Filters | None = None, qvec: np.ndarray | None = None,
+        retrieval: RetrievalConfig | None = None, use_cache: bool = True,
+    ) -> RetrievalResult:
+        r = retrieval or self.cfg.retrieval
+        k = top_k or r.top_k
+        t: dict[str, float] = {}
+        t0 = time.perf_counter()
+        pq = self.processor.process(query)
+        key = self._cache_key(pq, r, k, filters)
+        if use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return RetrievalResult(**{**hit.__dict__, "cached": True})
+        mask = self._mask(filters)
+        if qvec is None and "vector" in self._active_sources(r):
+            t1 = time.perf_counter()
+            qvec = self.embedder.encode_queries([pq.text])[0]
+            t["embed"] = (time.perf_counter() - t1) * 1000
+        runs = self.candidate_runs(pq, qvec, r, mask, t)
+        t1 = time.perf_counter()
+        fused = self.fuse_runs(runs, r)
+        t["fuse"] = (time.perf_counter() - t1) * 1000
+        t1 = time.perf_counter()
+        hits = self.shape(pq, fused, runs, r, k, mask)
+        t["shape"] = (time.perf_counter() - t1) * 1000
+        t["total"] = (time.perf_counter() - t0) * 1000
+        result = RetrievalResult(
+            query=pq.raw, normalized=pq.text, bm25_query=pq.bm25_text, expansions=pq.expansions,
+            comparison=pq.comparison, hits=hits, version=self.version.version, timings_ms=t,
+            candidates={s: len(run) for s, run in runs.items()},
+        )
+        if use_cache:
+            self.cache.put(key, result)
+        return result
+
+    def search_many(
+        self, queries: Sequence[str], *, top_k: int | None = None, filters: Filters | None = None,
+        retrieval: RetrievalConfig | None = None,
+    ) -> list[RetrievalResult]:
+        """Many queries with one batched query-embedding call (what evaluation uses)."""
+        r = retrieval or self.cfg.retrieval
+        processed = [self.processor.process(q) for q in queries]
+        vecs: np.ndarray | None = None
+        if "vector" in self._active_sources(r):
+            t0 = time.perf_counter()
+            vecs = self.embedder.encode_queries([p.text for p in processed])
+            per = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
+        out = []
+        for i, q in enumerate(queries):
+            res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r, use_cache=False)
+            if vecs is not None:
+                res.timings_ms["embed"] = per
+            out.append(res)
+        return out

@@ -1,0 +1,32 @@
+"""Prefect tasks for evaluation: thin wrappers over ``eval`` (no logic lives here)."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from configs.schema import RagrigConfig
+from eval.mlflow_log import log_report
+from eval.runner import EvalReport, evaluate
+from eval.testset import TestSet, load_testset
+from retrieval.retriever import Retriever
+
+
+@task(name="load-testset", cache_policy=NONE)
+def load_testset_task(path: str) -> TestSet:
+    return load_testset(path)
+
+
+@task(name="open-index", cache_policy=NONE)
+def open_retriever_task(cfg: RagrigConfig) -> Retriever:
+    return Retriever(cfg)
+
+
+@task(name="retrieve-and-score", cache_policy=NONE)
+def evaluate_task(cfg: RagrigConfig, ts: TestSet, retriever: Retriever, repeats: int | None = None) -> EvalReport:
+    return evaluate(cfg, ts, retriever, repeats=repeats)
+
+
+@task(name="log-mlflow", cache_policy=NONE, retries=2, retry_delay_seconds=2)
+def log_mlflow_task(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None) -> str:
+    return log_report(cfg, report, run_name=run_name)

@@ -1,0 +1,126 @@
+"""Markdown structure: ATX headers outside code fences, frontmatter, section spans."""
+
+from __future__ import annotations
+
+from retrieval.ingest.markdown import (
+    clean_title,
+    iter_lines,
+    normalize_header,
+    parse_headers,
+    sections,
+    split_frontmatter,
+)
+
+FENCED = (
+    "# Title\n"
+    "\n"
+    "Intro.\n"
+    "\n"
+    "```\n"
+    "# not a header\n"
+    "## also not\n"
+    "```\n"
+    "\n"
+    "~~~python\n"
+    "### nope\n"
+    "```\n"
+    "#### still code: a backtick fence does not close a tilde fence\n"
+    "~~~\n"
+    "\n"
+    "````\n"
+    "```\n"
+    "# inside a four-backtick fence\n"
+    "````\n"
+    "\n"
+    "## Real\n"
+    "\n"
+    "Body.\n"
+)
+
+
+def test_headers_inside_fences_are_not_headers():
+    hs = parse_headers(FENCED)
+    assert [(h.level, h.title) for h in hs] == [(1, "Title"), (2, "Real")]
+    real = hs[1]
+    assert real.start == FENCED.index("## Real")
+    assert real.body_start == FENCED.index("## Real") + len("## Real\n")
+    assert hs[0].start == 0 and hs[0].body_start == len("# Title\n")
+
+
+def test_atx_header_forms():
+    text = (
+        "#NoSpace is not a header\n"
+        "    # four spaces of indent is code, not a header\n"
+        "   ### Three Spaces ###\n"
+        "## **Bold** and _it_ \\#1 ##\n"
+        "####### seven hashes is not a header\n"
+        "###### Six\n"
+    )
+    hs = parse_headers(text)
+    assert [(h.level, h.title) for h in hs] == [(3, "Three Spaces"), (2, "Bold and it #1"), (6, "Six")]
+
+
+def test_parse_headers_from_offset():
+    text = "# A\n\n# B\n"
+    assert [h.title for h in parse_headers(text, start=4)] == ["B"]
+
+
+def test_clean_and_normalize_title():
+    assert clean_title("  **Lethal**   *x+*  ") == "Lethal x+"
+    assert clean_title("`code` and \\[brackets\\] \\#2") == "code and [brackets] #2"
+    assert normalize_header("## Escaping   a **Grapple**") == "escaping a grapple"
+
+
+def test_iter_lines_offsets():
+    text = "ab\r\ncd\nlast"
+    assert list(iter_lines(text)) == [(0, "ab", 4), (4, "cd", 7), (7, "last", 11)]
+
+
+def test_frontmatter_parsed():
+    text = "---\ntitle: Combat\ntags: [a, b]\n---\n# Combat\n"
+    meta, body, err = split_frontmatter(text)
+    assert meta == {"title": "Combat", "tags": ["a", "b"]}
+    assert err is None
+    assert text[body:] == "# Combat\n"
+
+
+def test_frontmatter_dots_close_and_crlf():
+    text = "---\r\ntitle: X\r\n...\r\nbody\r\n"
+    meta, body, err = split_frontmatter(text)
+    assert meta == {"title": "X"} and err is None
+    assert text[body:] == "body\r\n"
+
+
+def test_no_frontmatter():
+    assert split_frontmatter("# A\n---\nx: 1\n---\n") == ({}, 0, None)
+    # an opening line without a closing one is not frontmatter
+    assert split_frontmatter("---\ntitle: x\n# A\n") == ({}, 0, None)
+
+
+def test_malformed_frontmatter_is_reported_and_skipped():
+    text = "---\ntitle: [unclosed\n---\n# A\n"
+    meta, body, err = split_frontmatter(text)
+    assert meta == {}
+    assert text[body:] == "# A\n"
+    assert err is not None and err.startswith("frontmatter is not valid YAML")
+
+
+def test_frontmatter_that_is_not_a_mapping():
+    text = "---\n- a\n- b\n---\nbody\n"
+    meta, body, err = split_frontmatter(text)
+    assert meta == {} and text[body:] == "body\n"
+    assert err == "frontmatter is not a mapping (got list)"
+
+
+def test_sections_spans_and_paths():
+    text = "# A\n\na\n\n## B\n\nb\n\n### C\n\nc\n\n## D\n\nd\n"
+    secs = sections(text)
+    got = [(s.path, text[s.start : s.end]) for s in secs]
+    assert got == [
+        (("A",), text),
+        (("A", "B"), "## B\n\nb\n\n### C\n\nc\n\n"),
+        (("A", "B", "C"), "### C\n\nc\n\n"),
+        (("A", "D"), "## D\n\nd\n"),
+    ]
+    # max_level hides deeper headers: B then runs to D
+    assert [s.path for s in sections(text, max_level=2)] == [("A",), ("A", "B"), ("A", "D")]
