@@ -49,7 +49,13 @@ class TestSet(_Strict):
 
 
 def load_testset(path: str | Path) -> TestSet:
+    """A YAML test set, or a BEIR folder (queries.jsonl + qrels/test.tsv) imported on the fly."""
     p = Path(path)
+    if p.is_dir():
+        ts = import_beir(p, "test")
+        ts.path = str(p)
+        ts.sha256 = hashlib.sha256((p / "qrels" / "test.tsv").read_bytes()).hexdigest()
+        return ts
     located = load_yaml(p)
     data = located.data
     if not isinstance(data, dict):

@@ -69,7 +69,9 @@ class Embedder:
         with self._lock:
             if self._model is None:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
 
+                hf_logging.disable_progress_bar()  # the weight-loading bar is noise on every command
                 target = resolve_model(self.cfg.model)
                 try:
                     self._model = SentenceTransformer(target, device=self.cfg.device)

@@ -1,34 +1,25 @@
 """Prefect tasks for ingestion: thin wrappers over ``retrieval.ingest.pipeline`` (no logic lives here).
 
-Stage tasks take the pipeline object and run in the flow's process; extraction is a pure function of
-(config, batch) mapped over batches, so it also runs on Dask workers in other processes.
+``IngestPipeline.run`` owns the stage sequence; ``run_stage`` runs each stage as a named task in the
+flow's process, and ``map_extract`` maps extraction over batches — a pure function of (config, batch),
+so it also runs on Dask workers in other processes.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from prefect import task
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prefect import task, unmapped
 from prefect.cache_policies import NONE
 
 from configs.schema import RagrigConfig
-from retrieval.ingest.corpus import Discovery
-from retrieval.ingest.pipeline import IngestPipeline, Plan, extract_sources
-from retrieval.types import Chunk, Document, FailedDoc, SourceDoc
+from retrieval.ingest.pipeline import extract_sources
+from retrieval.types import Document, FailedDoc, SourceDoc
 
-
-@task(name="sweep-leftovers", cache_policy=NONE)
-def sweep_task(pipe: IngestPipeline) -> list[str]:
-    return pipe.sweep_leftovers()
-
-
-@task(name="discover", cache_policy=NONE)
-def discover_task(pipe: IngestPipeline) -> Discovery:
-    return pipe.discover()
-
-
-@task(name="plan", cache_policy=NONE)
-def plan_task(pipe: IngestPipeline, found: Discovery) -> Plan:
-    return pipe.plan(found)
+# retries only where a retry can help: a stage that talks to Chroma (possibly over HTTP)
+RETRIES = {"build-index": 2, "sweep-leftovers": 2}
+TAGS = {"embed": ["ragrig-embedding"]}
 
 
 @task(name="extract", cache_policy=NONE, retries=1, retry_delay_seconds=1)
@@ -36,21 +27,15 @@ def extract_task(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Docume
     return extract_sources(cfg, batch)
 
 
-@task(name="chunk", cache_policy=NONE)
-def chunk_task(pipe: IngestPipeline, docs: list[Document]) -> list[Chunk]:
-    return pipe.chunk(docs)
+def run_stage(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one pipeline stage as a Prefect task named after it."""
+    t = task(fn, name=name, cache_policy=NONE, retries=RETRIES.get(name, 0), retry_delay_seconds=[1, 4],
+             tags=TAGS.get(name, []))
+    return t(*args)
 
 
-@task(name="embed", cache_policy=NONE, tags=["ragrig-embedding"])
-def embed_task(pipe: IngestPipeline, chunks: list[Chunk]) -> np.ndarray:
-    return pipe.embed(chunks)
-
-
-@task(name="build-index", cache_policy=NONE)
-def build_task(pipe: IngestPipeline, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> str:
-    return pipe.build(docs, chunks, vectors)
-
-
-@task(name="publish", cache_policy=NONE)
-def publish_task(pipe: IngestPipeline, version: str) -> None:
-    pipe.publish(version)
+def map_extract(cfg: RagrigConfig, batches: list[list[SourceDoc]]) -> Iterator[tuple[list[Document], list[FailedDoc]]]:
+    """Submit every batch at once (the task runner decides the parallelism), yield results in order."""
+    futures = extract_task.map(unmapped(cfg), batches) if batches else []
+    for fut in futures:
+        yield fut.result()

@@ -14,7 +14,7 @@ import logging
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -187,25 +187,24 @@ class IngestPipeline:
             return Plan(found.docs, to_extract, reused, dict(prev_chunks), removed, previous if not self.force else None,
                         prev_docs)
 
-    def extract_batch(self, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
-        return extract_sources(self.cfg, batch)
-
-    def extract(self, plan: Plan) -> list[Document]:
+    def extract(self, plan: Plan, mapper: BatchMapper | None = None) -> list[Document]:
+        """Extract the new and changed documents in batches; ``mapper`` runs the batches (default: in order,
+        here). Prefect maps them as tasks, on threads or Dask workers."""
         with self.timed("extract"):
             out: list[Document] = []
             size = self.cfg.flow.extract_batch
+            batches = [plan.to_extract[i : i + size] for i in range(0, len(plan.to_extract), size)]
             bar = None
             if self.progress and plan.to_extract:
                 from tqdm import tqdm
 
                 bar = tqdm(total=len(plan.to_extract), desc="extract", unit="doc")
-            for i in range(0, len(plan.to_extract), size):
-                part = plan.to_extract[i : i + size]
-                docs, failed = self.extract_batch(part)
+            run = mapper or (lambda cfg, bs: (extract_sources(cfg, b) for b in bs))
+            for batch, (docs, failed) in zip(batches, run(self.cfg, batches)):
                 self.record_extracted(docs, failed)
                 out.extend(docs)
                 if bar is not None:
-                    bar.update(len(part))
+                    bar.update(len(batch))
             if bar is not None:
                 bar.close()
             return out
@@ -368,35 +367,45 @@ class IngestPipeline:
         if self._embed_cache is not None:
             self._embed_cache.close()
 
-    # ---- the whole thing, without Prefect ------------------------------------
-    def run(self) -> IngestStats:
+    # ---- the whole sequence (one place for it) ------------------------------
+    def _keep_previous(self, plan: Plan) -> IngestStats:
+        self.stats.version = plan.previous
+        self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
+        return self.stats
+
+    def run(self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0) -> IngestStats:
+        """Run every stage under the ingest lock. ``stage(name, fn, *args)`` runs one stage (default: call it;
+        the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches."""
         from retrieval.store.layout import ingest_lock
 
+        call: StageCall = stage or (lambda name, fn, *args: fn(*args))
         t0 = time.perf_counter()
         try:
-            with ingest_lock(self.layout.lock_file):
-                self.sweep_leftovers()
-                found = self.discover()
-                plan = self.plan(found)
+            with ingest_lock(self.layout.lock_file, wait_s=wait_s):
+                call("sweep-leftovers", self.sweep_leftovers)
+                found = call("discover", self.discover)
+                plan = call("plan", self.plan, found)
                 if plan.changed_nothing and not self.force:
-                    self.stats.version = plan.previous
-                    self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
-                    return self.stats
-                extracted = self.extract(plan)
+                    return self._keep_previous(plan)
+                extracted = self.extract(plan, mapper)
                 if self.only_failures(plan, extracted):
-                    self.stats.version = plan.previous
-                    self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
-                    return self.stats
-                new_chunks = self.chunk(extracted)
+                    return self._keep_previous(plan)
+                new_chunks = call("chunk", self.chunk, extracted)
                 docs, chunks = self.assemble(plan, extracted, new_chunks)
-                vectors = self.embed(chunks)
+                vectors = call("embed", self.embed, chunks)
                 self.stats.chunks = len(chunks)
-                version = self.build(docs, chunks, vectors)
-                self.publish(version)
+                version = call("build-index", self.build, docs, chunks, vectors)
+                call("publish", self.publish, version)
                 return self.stats
         finally:
             self.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
             self.close()
+
+
+StageCall = Callable[..., Any]
+"""``stage(name, fn, *args) -> fn(*args)``, possibly as an orchestrator task."""
+BatchMapper = Callable[[RagrigConfig, list[list[SourceDoc]]], Iterable[tuple[list[Document], list[FailedDoc]]]]
+"""Runs ``extract_sources(cfg, batch)`` for every batch and yields the results in batch order."""
 
 
 _EXTRACTORS: dict[tuple[str, str], Extractor] = {}

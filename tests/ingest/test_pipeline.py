@@ -102,13 +102,15 @@ def test_editing_one_file_re_extracts_and_embeds_only_what_changed(corpus, make_
     # change the body of one section ("Charging") and nothing else
     (corpus / "a.md").write_text(ALPHA.replace("engagement range.", "engagement range twice."), encoding="utf-8")
     extracted: list[str] = []
-    real = IngestPipeline.extract_batch
+    import retrieval.ingest.pipeline as pipeline_mod
 
-    def spy(self, batch):
+    real = pipeline_mod.extract_sources
+
+    def spy(cfg, batch):
         extracted.extend(src.doc_id for src in batch)
-        return real(self, batch)
+        return real(cfg, batch)
 
-    monkeypatch.setattr(IngestPipeline, "extract_batch", spy)
+    monkeypatch.setattr(pipeline_mod, "extract_sources", spy)
     s = ingest(cfg)
     assert extracted == ["a.md"]
     assert (s.version, s.published, s.docs_changed, s.docs_unchanged, s.docs_new) == ("v000002", True, 1, 3, 0)

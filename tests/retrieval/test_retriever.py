@@ -1,0 +1,241 @@
+"""Hybrid retrieval end to end on a tiny ingested corpus with the real MiniLM model."""
+
+from __future__ import annotations
+
+import pytest
+
+from configs.errors import IndexNotFoundError, InputError, ModelMismatchError
+from configs.schema import load_config
+from retrieval.filters import Filters
+from retrieval.ingest.pipeline import IngestPipeline
+from retrieval.retriever import Retriever
+from retrieval.store.layout import Layout
+from retrieval.store.version import IndexVersion
+
+pytestmark = pytest.mark.slow
+
+WEAPONS = """# Weapon Rules
+
+Weapons can carry special rules that change how an attack resolves.
+
+## Accurate x
+
+You can retain x attack dice as normal successes without rolling them.
+
+## Lethal x+
+
+Your successes are critical successes on a roll of x+ instead of only on a 6.
+
+## Piercing x
+
+The defender collects x fewer defence dice before rolling.
+
+## Balanced
+
+You can re-roll one of your attack dice.
+"""
+ACTIONS = """# Actions
+
+## Dash
+
+An operative can move up to three inches in a straight line.
+
+## Charge
+
+The operative moves up to six inches and must finish within engagement range of an enemy.
+
+## Fall Back
+
+The operative leaves engagement range, costing two action points.
+"""
+IRON = """---
+faction: Iron Wardens
+tags: [Elite, Melee]
+---
+# Iron Wardens
+
+Heavily armoured veterans who hold the line.
+
+## Shield Wall
+
+Friendly operatives within two inches of this operative gain cover.
+"""
+ASH = (
+    "<html><body><h1>Ash Runners</h1><p>Fast scouts who strike from the shadows.</p>"
+    "<h2>Smoke Step</h2><p>Once per turning point this operative can teleport through smoke.</p></body></html>\n"
+)
+FAQ = """# FAQ
+
+## Healing
+
+Operatives regain wounds only through specific abilities such as medics.
+
+## Lethal and Piercing together
+
+Lethal and Piercing can both be on one weapon. Lethal and Piercing stack: Lethal x+ and Piercing x both apply,
+Lethal first, Piercing second.
+"""
+CORPUS = {"weapons.md": WEAPONS, "actions.md": ACTIONS, "teams/iron.md": IRON, "teams/ash.html": ASH, "faq.md": FAQ}
+
+
+def overrides(corpus, home) -> list[str]:
+    return [f"home={home}", f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]"]
+
+
+def ingest(cfg, embedder):
+    pipe = IngestPipeline(cfg)
+    pipe.embedder = embedder  # the session's loaded model (same model id)
+    return pipe.run()
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, embedder):
+    """(cfg, retriever) over one ingest of CORPUS shared by the read-only tests of this module."""
+    from conftest import _write_files
+
+    root = tmp_path_factory.mktemp("retriever")
+    corpus = _write_files(root / "corpus", CORPUS)
+    cfg = load_config(overrides=overrides(corpus, root / "home"))
+    stats = ingest(cfg, embedder)
+    assert stats.published and stats.docs_failed == 0
+    return cfg, Retriever(cfg, embedder=embedder)
+
+
+def chunk_ids(res) -> list[str]:
+    return [h.chunk_id for h in res.hits]
+
+
+def test_results_are_deterministic(indexed, embedder):
+    cfg, r = indexed
+    fresh = Retriever(cfg, embedder=embedder)
+    for q in ("how far can an operative move", "smoke", "what does lethal do"):
+        a = r.search(q, use_cache=False)
+        b = r.search(q, use_cache=False)
+        c = fresh.search(q)
+        assert [(h.chunk_id, h.score) for h in a.hits] == [(h.chunk_id, h.score) for h in b.hits]
+        assert [(h.chunk_id, h.score) for h in a.hits] == [(h.chunk_id, h.score) for h in c.hits]
+        assert a.hits and not a.cached and a.version == "v000001"
+
+
+def test_hits_carry_per_source_ranks_that_explain_the_score(indexed):
+    cfg, r = indexed
+    q = "how far can an operative move"
+    res = r.search(q, use_cache=False)
+    pq = r.processor.process(q)
+    bm25 = sorted(r.bm25_run(pq.bm25_text, 100).items(), key=lambda kv: (-kv[1], kv[0]))
+    bm25_rank = {cid: i + 1 for i, (cid, _) in enumerate(bm25)}
+    assert res.candidates["vector"] == len(r.chunks) and res.candidates["bm25"] == len(bm25)
+    for h in res.hits:
+        assert h.sources, h.chunk_id
+        assert set(h.sources) <= {"bm25", "vector"} and "vector" in h.sources  # the vector source ranks everything
+        assert h.rank_in("bm25") == bm25_rank.get(h.chunk_id)
+        # RRF k=60, weights 1/1, scaled by the best possible score 2/61
+        expected = sum(1 / (60 + s.rank) for s in h.sources.values()) / (2 / 61)
+        assert h.score == pytest.approx(expected)
+    for source in ("bm25", "vector"):
+        ranks = [h.rank_in(source) for h in res.hits if h.rank_in(source) is not None]
+        assert len(ranks) == len(set(ranks))
+    assert [h.score for h in res.hits] == sorted((h.score for h in res.hits), reverse=True)
+    assert {"embed", "bm25", "vector", "fuse", "shape", "total"} <= set(res.timings_ms)
+
+
+def test_keyword_casing_does_not_change_the_result(indexed):
+    _, r = indexed
+    results = [r.search(q, use_cache=False) for q in ("accurate 1", "Accurate 1", "ACCURATE 1")]
+    assert {res.normalized for res in results} == {"Accurate 1"}
+    assert chunk_ids(results[0]) == chunk_ids(results[1]) == chunk_ids(results[2])
+    assert results[0].hits[0].chunk_id == "weapons.md#1"  # the "Accurate x" section
+
+
+def test_comparison_keeps_both_rules_even_with_top_k_2(indexed):
+    _, r = indexed
+    # without the comparison rule the FAQ decoy that names both keywords ranks first
+    plain = r.search("lethal piercing", top_k=2, use_cache=False)
+    assert chunk_ids(plain)[0] == "faq.md#1"
+    res = r.search("Lethal x+ vs Piercing x", top_k=2, use_cache=False)
+    assert res.comparison == ["Lethal x+", "Piercing x"]
+    assert sorted(chunk_ids(res)) == ["weapons.md#2", "weapons.md#3"]
+    assert {h.reason for h in res.hits} == {"comparison: Lethal x+", "comparison: Piercing x"}
+
+
+def test_filters_restrict_hits(indexed):
+    _, r = indexed
+    q = "what can an operative do"
+    everything = r.search(q, use_cache=False, top_k=20)
+    assert {h.doc_id for h in everything.hits} > {"teams/iron.md", "teams/ash.html"}
+    teams = r.search(q, filters=Filters.parse(["path=teams/*"]), top_k=20)
+    assert teams.hits and {h.doc_id for h in teams.hits} <= {"teams/iron.md", "teams/ash.html"}
+    assert len(teams.hits) == 4  # every chunk under teams/ and nothing else
+    html = r.search(q, filters=Filters.parse(["format=html"]), top_k=20)
+    assert sorted(chunk_ids(html)) == ["teams/ash.html#0", "teams/ash.html#1"]
+    fm = r.search(q, filters=Filters.parse(["fm.tags=melee"]), top_k=20)
+    assert sorted(chunk_ids(fm)) == ["teams/iron.md#0", "teams/iron.md#1"]
+    none = r.search(q, filters=Filters.parse(["format=pdf"]), top_k=20)
+    assert none.hits == []
+
+
+def test_min_relevance_drops_low_hits(indexed):
+    cfg, r = indexed
+    q = "how far can an operative move"
+    full = r.search(q, use_cache=False)
+    strict = cfg.retrieval.model_copy(update={"min_relevance": 0.9})
+    cut = r.search(q, retrieval=strict, use_cache=False)
+    assert 0 < len(cut.hits) < len(full.hits)
+    assert all(h.score >= 0.9 for h in cut.hits)
+    assert chunk_ids(cut) == [h.chunk_id for h in full.hits if h.score >= 0.9]
+
+
+def test_second_search_is_served_from_the_cache(indexed):
+    _, r = indexed
+    first = r.search("Shield Wall cover")
+    second = r.search("shield wall   cover")  # same normalised text -> same key
+    assert not first.cached and second.cached
+    assert chunk_ids(first) == chunk_ids(second)
+    other = r.search("Shield Wall cover", top_k=3)  # another top_k is another key
+    assert not other.cached and len(other.hits) == 3
+
+
+def test_bad_query_is_an_input_error(indexed):
+    _, r = indexed
+    with pytest.raises(InputError):
+        r.search("bad\x00query")
+
+
+def test_cache_is_invalidated_by_a_new_index_version(tmp_path, write_files, make_config, embedder):
+    corpus = write_files(tmp_path / "corpus", CORPUS)
+    cfg = make_config(corpus)
+    ingest(cfg, embedder)
+    q = "smoke grenade line of sight"
+    r1 = Retriever(cfg, embedder=embedder)
+    old = r1.search(q)
+    assert old.version == "v000001" and "faq.md#2" not in chunk_ids(old)
+
+    (corpus / "faq.md").write_text(FAQ + "\n## Smoke Grenades\n\nA smoke grenade blocks line of sight for a turn.\n")
+    stats = ingest(cfg, embedder)
+    assert (stats.published, stats.version) == (True, "v000002")
+    r2 = Retriever(cfg, embedder=embedder)
+    assert r2.version.version == "v000002"
+    r2.cache = r1.cache  # even a shared cache must not serve the old version's answer
+    new = r2.search(q)
+    assert not new.cached and new.version == "v000002"
+    assert chunk_ids(new)[0] == "faq.md#2" and chunk_ids(new) != chunk_ids(old)
+    again = r2.search(q)
+    assert again.cached and chunk_ids(again) == chunk_ids(new)
+    # the old retriever still answers for its own version
+    still = r1.search(q)
+    assert still.cached and still.version == "v000001" and chunk_ids(still) == chunk_ids(old)
+
+
+def test_model_mismatch_is_refused(tmp_path, write_files, make_config, embedder):
+    corpus = write_files(tmp_path / "corpus", {"weapons.md": WEAPONS})
+    cfg = make_config(corpus)
+    ingest(cfg, embedder)
+    changed = make_config(corpus, "embedding.document_prefix='x: '")
+    assert changed.index_key() != cfg.index_key()
+    with pytest.raises(IndexNotFoundError):  # the changed config has its own (empty) index
+        Retriever(changed, embedder=embedder)
+    first = IndexVersion(cfg, Layout(cfg), "v000001")
+    with pytest.raises(ModelMismatchError) as exc:
+        Retriever(changed, version=first, embedder=embedder)
+    msg = str(exc.value)
+    assert "sentence-transformers/all-MiniLM-L6-v2" in msg and "docprefix='x: '" in msg and "v000001" in msg
