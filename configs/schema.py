@@ -133,6 +133,7 @@ class EvalConfig(Strict):
     testsets: list[str] = Field(default_factory=list)
     k_values: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 20, 100])
     repeats: int = Field(1, ge=1, le=100)
+    ragas: bool = True
 
     @field_validator("k_values")
     @classmethod

@@ -91,8 +91,9 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
     exp_id = ensure_experiment(cfg)
     secrets = _env_secrets()
     with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested) as run:
-        params = safe_params(cfg.flat())
-        params.update({
+        # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
+        params = safe_params({
+            **cfg.flat(),
             "index.version": report.index_version,
             "index.key": report.index_key,
             "embedding.model_id": report.model_id,
@@ -103,8 +104,9 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
         items = list(params.items())
         for i in range(0, len(items), 90):
             mlflow.log_params(dict(items[i : i + 90]))
-        mlflow.set_tags({"ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}",
-                         **(tags or {})})
+        mlflow.set_tags({k: scrub(str(v), secrets) for k, v in {
+            "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}", **(tags or {})
+        }.items()})
         metrics = {metric_name(k): v for k, v in report.overall.items()}
         for tag, vals in report.per_tag.items():
             for k in ("ndcg@10", "recall@10", "mrr@10", "hit_rate@5"):

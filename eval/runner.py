@@ -146,6 +146,11 @@ def evaluate(
         per_q = wall * 1000 / max(1, len(queries))
         latencies.extend(r.timings_ms.get("total", per_q) for r in results_list)
     overall, per_tag, rows = runs[-1]
+    ragas: dict[str, float] = {}
+    if cfg.eval.ragas:
+        from eval.ragas_metrics import ragas_scores
+
+        ragas = ragas_scores([(results[c.id], targets[c.id]) for c in ts.cases], cfg.retrieval.top_k)
     variance: dict[str, float] = {}
     if n > 1:
         for key in HEADLINE:
@@ -165,5 +170,6 @@ def evaluate(
         latency_ms=percentiles(latencies),
         repeats=n,
         variance=variance,
+        ragas=ragas,
         label=label,
     )

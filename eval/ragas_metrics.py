@@ -1,0 +1,67 @@
+"""ragas context metrics on the same retrievals, without an LLM: ID-based and non-LLM context
+precision/recall. LLM-based ragas metrics need a configured LLM and are never required here.
+
+A retrieved chunk's "id" is the key of the first expected section it touches (else its chunk id),
+so ID-based precision/recall speak about sections, like our own metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+
+from eval.relevance import Target
+from retrieval.results import RetrievalResult
+
+log = logging.getLogger(__name__)
+
+MAX_CONTEXT_CHARS = 2000  # non-LLM string similarity is quadratic in length: compare the opening of each
+
+
+def ragas_scores(
+    cases: Sequence[tuple[RetrievalResult, list[Target]]], k: int
+) -> dict[str, float]:
+    """Mean ragas scores over cases at depth ``k``; {} (with a warning) when ragas is unavailable."""
+    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+    try:
+        from ragas import SingleTurnSample
+        from ragas.metrics import (
+            IDBasedContextPrecision,
+            IDBasedContextRecall,
+            NonLLMContextPrecisionWithReference,
+            NonLLMContextRecall,
+        )
+    except Exception as exc:  # pragma: no cover - ragas is a dependency, but keep eval usable without it
+        log.warning("ragas metrics skipped: %s", exc)
+        return {}
+    metrics = {
+        "id_context_precision": IDBasedContextPrecision(),
+        "id_context_recall": IDBasedContextRecall(),
+        "nonllm_context_precision": NonLLMContextPrecisionWithReference(),
+        "nonllm_context_recall": NonLLMContextRecall(),
+    }
+    totals = {name: 0.0 for name in metrics}
+
+    async def score_all() -> None:
+        for res, targets in cases:
+            hits = res.hits[:k]
+            ids = []
+            for h in hits:
+                key = next((t.key for t in targets if t.touches(h.doc_id, h.start, h.end)), h.chunk_id)
+                ids.append(key)
+            sample = SingleTurnSample(
+                user_input=res.query,
+                retrieved_context_ids=ids or ["<none>"],
+                reference_context_ids=[t.key for t in targets],
+                retrieved_contexts=[h.text[:MAX_CONTEXT_CHARS] for h in hits] or [""],
+                reference_contexts=[t.text[:MAX_CONTEXT_CHARS] for t in targets],
+            )
+            for name, m in metrics.items():
+                v = await m.single_turn_ascore(sample)
+                totals[name] += float(v) if v == v else 0.0  # NaN -> 0
+
+    asyncio.run(score_all())
+    n = max(1, len(cases))
+    return {f"{name}@{k}": v / n for name, v in totals.items()}
