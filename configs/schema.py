@@ -78,7 +78,7 @@ class IndexConfig(Strict):
 
 
 class FusionConfig(Strict):
-    method: Literal["rrf", "weighted"] = "rrf"
+    method: Literal["rrf", "weighted"] = "weighted"
     rrf_k: float = Field(60.0, gt=0)
     weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "vector": 1.0})
     normalization: Literal["minmax", "zscore"] = "zscore"

@@ -39,6 +39,10 @@ def _quiet_env(cfg: RagrigConfig) -> None:
         defaults["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
     for k, v in defaults.items():
         os.environ.setdefault(k, v)
+    import logging
+
+    for name in ("mlflow", "alembic", "httpx", "bm25s", "docling", "chromadb", "sentence_transformers"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 
 

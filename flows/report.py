@@ -56,6 +56,12 @@ def ingest_markdown(stats: dict[str, Any]) -> str:
 
 
 HEADLINE = ("ndcg@10", "recall@10", "mrr@10", "precision@5", "hit_rate@5", "recall@100")
+SHORT = {"ndcg": "nDCG", "recall": "R", "mrr": "MRR", "precision": "P", "hit_rate": "Hit", "map": "MAP"}
+
+
+def short(key: str) -> str:
+    name, _, k = key.partition("@")
+    return f"{SHORT.get(name, name)}@{k}"
 
 
 def _fmt(v: float) -> str:
@@ -66,10 +72,10 @@ def print_eval(result: dict[str, Any]) -> None:
     keys = [k for k in HEADLINE if k in result["overall"]]
     title = f"ragrig eval: {result['testset']} on {result['index']['key']}@{result['index']['version']}"
     table = Table(title=title, title_justify="left")
-    table.add_column("tag")
+    table.add_column("tag", no_wrap=True)
     table.add_column("n", justify="right")
     for k in keys:
-        table.add_column(k, justify="right")
+        table.add_column(short(k), justify="right", no_wrap=True)
     for tag, vals in result["per_tag"].items():
         table.add_row(tag, str(int(vals.get("n", 0))), *[_fmt(vals[k]) for k in keys])
     table.add_row("[bold]overall[/bold]", str(len(result["per_query"])), *[f"[bold]{_fmt(result['overall'][k])}[/bold]" for k in keys])

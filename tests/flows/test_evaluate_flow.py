@@ -47,7 +47,9 @@ FAQ = """# FAQ
 Operatives regain wounds only through specific abilities such as medics.
 """
 # twelve more sections, so a top 10 can miss something
-FILLER = "".join(f"## Terrain piece {i}\n\nOperatives may climb terrain piece {i} and move across it.\n\n" for i in range(12))
+FILLER = "".join(
+    f"## Terrain piece {i}\n\nOperatives may climb terrain piece {i} and move across it.\n\n" for i in range(12)
+)
 CORPUS = {"weapons.md": WEAPONS, "actions.md": ACTIONS, "faq.md": FAQ, "terrain.md": "# Terrain\n\n" + FILLER}
 
 TESTSET = """name: tiny-rules
