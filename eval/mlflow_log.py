@@ -71,7 +71,11 @@ def metric_name(key: str) -> str:
 
 
 def ensure_experiment(cfg: RagrigConfig) -> str:
+    import logging
+
     import mlflow
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
 
     mlflow.set_tracking_uri(tracking_uri(cfg))
     exp = mlflow.get_experiment_by_name(cfg.mlflow.experiment)

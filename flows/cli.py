@@ -32,6 +32,7 @@ def _quiet_env(cfg: RagrigConfig) -> None:
         "MLFLOW_DISABLE_TELEMETRY": "true",
         "RAGAS_DO_NOT_TRACK": "true",
         "DO_NOT_TRACK": "1",
+        "MLFLOW_LOGGING_LEVEL": "WARNING",
     }
     from retrieval.embedding import PACKAGED_MINILM
 
@@ -172,17 +173,19 @@ def cmd_import_beir(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     """The main job: ingest, then evaluate every configured test set and log to MLflow."""
-    args.force = False
-    args.output_json_ingest = None
-    ns = argparse.Namespace(**{**vars(args), "output_json": None, "max_failures": None, "wait": 0.0, "quiet": False})
-    rc = cmd_ingest(ns, cfg)
+    common = {"config": args.config, "overrides": args.overrides, "no_prefect": args.no_prefect}
+    ingest = argparse.Namespace(**common, force=False, output_json=None, max_failures=None, wait=0.0, quiet=False)
+    rc = cmd_ingest(ingest, cfg)
     if rc != 0:
         return rc
-    ns = argparse.Namespace(**{**vars(args), "testset": None, "repeats": None, "run_name": args.run_name})
-    rc = cmd_eval(ns, cfg)
-    from eval.mlflow_log import tracking_uri
+    evaluation = argparse.Namespace(**common, testset=[], repeats=None, run_name=args.run_name,
+                                    output_json=args.output_json)
+    rc = cmd_eval(evaluation, cfg)
+    if cfg.mlflow.enabled:
+        from eval.mlflow_log import tracking_uri
 
-    print(f"MLflow store: {tracking_uri(cfg)}  (browse: mlflow ui --backend-store-uri {tracking_uri(cfg)} --host 127.0.0.1)")
+        uri = tracking_uri(cfg)
+        print(f"MLflow store: {uri}\n  browse it: mlflow ui --backend-store-uri {uri} --host 127.0.0.1")
     return rc
 
 
@@ -224,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="the main job: ingest the corpus, evaluate its test sets, log to MLflow")
     _common(p)
     p.add_argument("--run-name", default=None)
+    p.add_argument("--output-json", metavar="FILE", help="write the evaluation report as JSON")
     p.add_argument("--no-prefect", action="store_true", help="run without Prefect flows")
     p.set_defaults(func=cmd_run)
 

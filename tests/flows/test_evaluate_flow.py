@@ -221,3 +221,18 @@ def test_evaluate_flow(prefect_api, corpus, testset, make_config, embedder):
 
     artifact = Artifact.get("eval-tiny-rules")
     assert artifact is not None and "ndcg@10" in artifact.data
+
+
+def test_cli_run_ingests_evaluates_and_reports(corpus, testset, tmp_path, capsys):
+    """`ragrig run` (what `make run` calls): ingest + eval + MLflow, one JSON report, exit 0; twice = no new version."""
+    out = tmp_path / "run.json"
+    args = ["run", "--no-prefect", "--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null",
+            "--set", f"eval.testsets=[{testset}]", "--output-json", str(out)]
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["testset"] == "tiny-rules" and report["index"]["version"] == "v000001"
+    assert {r["id"] for r in report["per_query"]} == {"accurate", "dash", "secret-miss"}
+    printed = capsys.readouterr().out
+    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed and "mlflow ui --backend-store-uri" in printed
+    assert main(args) == 0  # second run: nothing changed, same version evaluated again
+    assert json.loads(out.read_text())["index"]["version"] == "v000001"
