@@ -110,6 +110,19 @@ class AdaptiveConfig(Strict):
         return self
 
 
+class JudgeConfig(Strict):
+    kind: Literal["reference", "llm"] = "reference"
+    max_items: int = Field(3, ge=1, le=20, description="missing items asked for per hop")
+    # llm: any OpenAI-compatible chat endpoint; the key comes only from the environment variable named here
+    base_url: str = "http://127.0.0.1:8080/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    retries: int = Field(3, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0, le=60)
+    max_context_chars: int = Field(6000, ge=200)
+
+
 class RetrievalConfig(Strict):
     top_k: int = Field(10, ge=1, le=1000)
     candidates: int = Field(100, ge=1, le=10000)
@@ -123,6 +136,7 @@ class RetrievalConfig(Strict):
     max_query_chars: int = Field(2000, ge=10)
     max_hops: int = Field(0, ge=0, le=5)
     hop_chunks: int = Field(3, ge=1, le=50)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
     section_expansion_tokens: int = Field(0, ge=0)
     dedup: bool = True
     cache_size: int = Field(256, ge=0)

@@ -126,6 +126,7 @@ def evaluate(
     repeats: int | None = None,
     search: Callable[[Retriever, list[str], int], list[RetrievalResult]] | None = None,
     label: str = "",
+    max_hops: int | None = None,
 ) -> EvalReport:
     """Evaluate ``ts`` on the current index for ``cfg``. ``search`` defaults to batched hybrid retrieval."""
     retriever = retriever or Retriever(cfg)
@@ -136,7 +137,10 @@ def evaluate(
     n = repeats or cfg.eval.repeats
     runs: list[tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]] = []
     latencies: list[float] = []
-    search_fn = search or (lambda r, qs, k: r.search_many(qs, top_k=k))
+    hops = [c.max_hops if c.max_hops is not None else cfg.retrieval.max_hops for c in ts.cases]
+    if max_hops is not None:
+        hops = [max_hops] * len(ts.cases)
+    search_fn = search or (lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops))
     for _ in range(n):
         t0 = time.perf_counter()
         results_list = search_fn(retriever, queries, depth)

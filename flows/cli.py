@@ -94,7 +94,7 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
     filters = Filters.parse(args.filter)
     retriever = _retriever(cfg)
-    res = retriever.search(args.query, top_k=args.top_k, filters=filters)
+    res = retriever.search(args.query, top_k=args.top_k, filters=filters, max_hops=args.max_hops)
     if args.context:
         ctx = build_context(res.hits, args.context_tokens, retriever.embedder.count_tokens)
         if args.json:
@@ -123,6 +123,11 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         if res.comparison:
             print(f"comparison of:    {' | '.join(res.comparison)}")
         print("candidates:       " + ", ".join(f"{k}={v}" for k, v in res.candidates.items()))
+        for hop in res.hops:
+            state = "can answer" if hop["can_answer"] else "missing: " + ", ".join(m["item"] for m in hop["missing"])
+            print(f"hop {hop['hop']}:            {state} — {hop['reasoning']}")
+            for a in hop["added"]:
+                print(f"                  + {a['chunk_id']} for '{a['item']}' (via {a['via']})")
         print("timings (ms):     " + ", ".join(f"{k}={v:.1f}" for k, v in res.timings_ms.items()))
     return 0
 
@@ -141,7 +146,7 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         retriever = _retriever(cfg)
         results = []
         for p in paths:
-            report = evaluate(cfg, load_testset(p), retriever, repeats=args.repeats)
+            report = evaluate(cfg, load_testset(p), retriever, repeats=args.repeats, max_hops=args.max_hops)
             d = report.to_dict()
             if cfg.mlflow.enabled:
                 d["mlflow_run_id"] = log_report(cfg, report, run_name=args.run_name)
@@ -150,7 +155,7 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         from flows.evaluate import evaluate_flow
 
         results = evaluate_flow(config_path=args.config, overrides=args.overrides, testsets=args.testset or None,
-                                repeats=args.repeats, run_name=args.run_name)
+                                repeats=args.repeats, run_name=args.run_name, max_hops=args.max_hops)
     for r in results:
         print_eval(r)
     _write_json(args.output_json, results[0] if len(results) == 1 else {"runs": results})
@@ -179,7 +184,7 @@ def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     if rc != 0:
         return rc
     evaluation = argparse.Namespace(**common, testset=[], repeats=None, run_name=args.run_name,
-                                    output_json=args.output_json)
+                                    output_json=args.output_json, max_hops=None)
     rc = cmd_eval(evaluation, cfg)
     if cfg.mlflow.enabled:
         from eval.mlflow_log import tracking_uri
@@ -213,12 +218,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--context", action="store_true", help="print the numbered context block for an LLM")
     p.add_argument("--context-tokens", type=int, default=1500, help="token budget of --context")
+    p.add_argument("--max-hops", type=int, default=None, metavar="N", help="multi-hop retrieval (0 disables)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("eval", help="evaluate retrieval on YAML test sets and log to MLflow")
     _common(p)
     p.add_argument("--testset", "-t", action="append", default=[], help="test set YAML (default: eval.testsets)")
     p.add_argument("-n", "--repeats", type=int, default=None, help="run N times: latency percentiles and variance")
+    p.add_argument("--max-hops", type=int, default=None, metavar="N",
+                   help="force multi-hop depth N for every case (default: per case, else retrieval.max_hops)")
     p.add_argument("--output-json", metavar="FILE")
     p.add_argument("--run-name", default=None)
     p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")

@@ -20,8 +20,15 @@ def evaluate_flow(
     testsets: list[str] | None = None,
     repeats: int | None = None,
     run_name: str | None = None,
+    max_hops: int | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate the current index version on the config's test sets (or ``testsets``)."""
+    if config_path in ("", "None"):  # an event payload without a config path
+        config_path = None
+    if isinstance(overrides, str):  # a templated trigger parameter arrives as text
+        import json
+
+        overrides = json.loads(overrides) if overrides.strip() else []
     cfg = load_config(config_path, overrides)
     paths = testsets or cfg.eval.testsets
     if not paths:
@@ -30,7 +37,7 @@ def evaluate_flow(
     out = []
     for path in paths:
         ts = load_testset_task(path)
-        report = evaluate_task(cfg, ts, retriever, repeats)
+        report = evaluate_task(cfg, ts, retriever, repeats, max_hops)
         result = report.to_dict()
         if cfg.mlflow.enabled:
             result["mlflow_run_id"] = log_mlflow_task(cfg, report, run_name)

@@ -50,7 +50,7 @@ def ingest_flow(
             event=PUBLISHED_EVENT,
             resource={"prefect.resource.id": f"ragrig.index.{stats['index_key']}", "ragrig.version": str(stats["version"])},
             payload={
-                "config_path": config_path,
+                "config_path": config_path or "",
                 "overrides": list(overrides or []),
                 "version": stats["version"],
                 "index_key": stats["index_key"],

@@ -11,7 +11,8 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from retrieval.results import Hit, RetrievalResult, SourceScore
 from retrieval.shaping import adaptive_cut, dedup_key
 from retrieval.store.version import BM25_DIR, IndexVersion
 from retrieval.types import Chunk
+
+if TYPE_CHECKING:
+    from retrieval.multihop import TermIndex
 
 Runs = dict[str, dict[str, float]]
 
@@ -64,6 +68,12 @@ class Retriever:
             self._sections[(c.doc_id, tuple(c.header_path[:-1]))].append(i)
         self._mask_cache: dict[Filters, np.ndarray] = {}
         self.load_ms = self._warm()
+
+    @cached_property
+    def term_index(self) -> TermIndex:
+        from retrieval.multihop import TermIndex
+
+        return TermIndex(self)
 
     def _warm(self) -> float:
         """Load what the first query would otherwise pay for (Chroma's HNSW segment, BM25 matrices)."""
@@ -252,14 +262,16 @@ class Retriever:
 
     def search(
         self, query: str, *, top_k: int | None = None, filters: Filters | None = None, qvec: np.ndarray | None = None,
-        retrieval: RetrievalConfig | None = None, use_cache: bool = True,
+        retrieval: RetrievalConfig | None = None, use_cache: bool = True, max_hops: int | None = None,
     ) -> RetrievalResult:
+        """Hybrid retrieval for one query; ``max_hops`` (default: retrieval.max_hops) > 0 adds multi-hop."""
         r = retrieval or self.cfg.retrieval
         k = top_k or r.top_k
+        hops = r.max_hops if max_hops is None else max_hops
         t: dict[str, float] = {}
         t0 = time.perf_counter()
         pq = self.processor.process(query)
-        key = self._cache_key(pq, r, k, filters)
+        key = self._cache_key(pq, r, k, filters) + (hops,)
         if use_cache:
             hit = self.cache.get(key)
             if hit is not None:
@@ -282,13 +294,17 @@ class Retriever:
             comparison=pq.comparison, hits=hits, version=self.version.version, timings_ms=t,
             candidates={s: len(run) for s, run in runs.items()},
         )
+        if hops > 0:
+            from retrieval.multihop import multi_hop
+
+            result = multi_hop(self, result, r, k, hops)
         if use_cache:
             self.cache.put(key, result)
         return result
 
     def search_many(
         self, queries: Sequence[str], *, top_k: int | None = None, filters: Filters | None = None,
-        retrieval: RetrievalConfig | None = None,
+        retrieval: RetrievalConfig | None = None, max_hops: Sequence[int | None] | None = None,
     ) -> list[RetrievalResult]:
         """Many queries with one batched query-embedding call (what evaluation uses)."""
         r = retrieval or self.cfg.retrieval
@@ -300,7 +316,8 @@ class Retriever:
             per = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
         out = []
         for i, q in enumerate(queries):
-            res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r, use_cache=False)
+            res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
+                              use_cache=False, max_hops=None if max_hops is None else max_hops[i])
             if vecs is not None:
                 res.timings_ms["embed"] = per
             out.append(res)

@@ -23,8 +23,10 @@ def open_retriever_task(cfg: RagrigConfig) -> Retriever:
 
 
 @task(name="retrieve-and-score", cache_policy=NONE)
-def evaluate_task(cfg: RagrigConfig, ts: TestSet, retriever: Retriever, repeats: int | None = None) -> EvalReport:
-    return evaluate(cfg, ts, retriever, repeats=repeats)
+def evaluate_task(
+    cfg: RagrigConfig, ts: TestSet, retriever: Retriever, repeats: int | None = None, max_hops: int | None = None
+) -> EvalReport:
+    return evaluate(cfg, ts, retriever, repeats=repeats, max_hops=max_hops)
 
 
 @task(name="log-mlflow", cache_policy=NONE, retries=2, retry_delay_seconds=2)

@@ -1,0 +1,198 @@
+"""Hop judges: given the query and the chunks gathered so far, say whether they can answer it and what
+is missing. The reference judge is offline and deterministic; the LLM judge asks any OpenAI-compatible
+chat endpoint for JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from configs.errors import RagrigError
+from configs.schema import JudgeConfig
+from retrieval.results import Hit
+
+
+@dataclass
+class Missing:
+    item: str  # a rule title or a short sub-query
+    origin: str | None = None  # chunk id whose text named it (None: the query itself)
+
+
+@dataclass
+class Judgement:
+    can_answer: bool
+    reasoning: str
+    missing: list[Missing] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class HopJudge(Protocol):
+    def judge(self, query: str, hits: Sequence[Hit]) -> Judgement: ...
+
+
+class TermLookup(Protocol):
+    """What the reference judge needs from an index: which terms a text names, and their sections."""
+
+    def terms_in(self, text: str) -> list[str]: ...
+
+    def sections_of(self, term: str) -> set[str]: ...
+
+
+def parse_missing(items: Sequence[str] | str) -> list[str]:
+    """Missing items from a judge: split on commas/semicolons/newlines, strip quotes and bullets, de-duplicate."""
+    raw = [items] if isinstance(items, str) else list(items)
+    out: list[str] = []
+    for it in raw:
+        for part in re.split(r"[,;\n]", str(it)):
+            p = part.strip().strip("-*•").strip().strip("\"'“”‘’`").strip()
+            if p and p.casefold() not in {o.casefold() for o in out}:
+                out.append(p)
+    return out
+
+
+class ReferenceJudge:
+    """Finds terms that the query or the newest hop's top chunk(s) name (keyword-library terms and header
+    titles) whose own sections are not in the context yet; asks for the best few, query mentions first,
+    then terms named by higher-ranked chunks. Nothing new -> can answer.
+
+    ``scan_hits`` = 1 follows the references of the best chunk of each hop: the chain query -> weapon
+    profile -> "Lethal x+" rule. Scanning the top 3 added more noise than links on our rules sets."""
+
+    def __init__(self, lookup: TermLookup, max_items: int = 3, scan_hits: int = 1) -> None:
+        self.lookup = lookup
+        self.max_items = max_items
+        self.scan_hits = scan_hits
+
+    def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
+        have = {h.chunk_id for h in hits}
+        candidates: dict[str, tuple[float, str | None]] = {}
+
+        def consider(term: str, score: float, origin: str | None) -> None:
+            own = self.lookup.sections_of(term)
+            if not own or own & have:
+                return  # unknown term, or its section is already in the context
+            best = candidates.get(term)
+            if best is None or score > best[0]:
+                candidates[term] = (score, origin)
+
+        for term in self.lookup.terms_in(query):
+            consider(term, 10.0, None)
+        fresh = [h for h in hits if h.hop == max((x.hop for x in hits), default=0)] or list(hits)
+        for rank, h in enumerate(fresh[: self.scan_hits], 1):
+            for term in self.lookup.terms_in(h.text):
+                consider(term, 1.0 / rank, h.chunk_id)
+        ranked = sorted(candidates.items(), key=lambda kv: (-kv[1][0], kv[0]))[: self.max_items]
+        if not ranked:
+            return Judgement(True, "every rule the query and the top chunks name is in the context")
+        names = ", ".join(t for t, _ in ranked)
+        return Judgement(False, f"named but not in the context: {names}", [Missing(t, o) for t, (_, o) in ranked])
+
+
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "can_answer": {"type": "boolean"},
+        "reasoning": {"type": "string"},
+        "missing": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["can_answer", "reasoning", "missing"],
+    "additionalProperties": False,
+}
+
+SYSTEM_PROMPT = (
+    "You decide whether retrieved rulebook passages are enough to answer a question. "
+    "If not, list the rule titles (or short sub-queries) that are still missing. "
+    "Prefer titles from the list of known headers. Answer only with JSON matching the schema."
+)
+
+
+class LLMJudge:
+    """Asks an OpenAI-compatible ``/chat/completions`` endpoint for a judgement as JSON.
+
+    Timeouts, connection errors and HTTP 5xx/429 are retried with exponential backoff; anything else,
+    or a reply that is not valid JSON of the schema after the retries, is a RagrigError that says so.
+    The API key is read from the environment variable named in the config, never from a file.
+    """
+
+    def __init__(self, cfg: JudgeConfig, header_titles: Any = None) -> None:
+        self.cfg = cfg
+        self.header_titles = header_titles  # callable(query) -> list[str] of titles relevant to the query
+
+    def _prompt(self, query: str, hits: Sequence[Hit]) -> list[dict[str, str]]:
+        budget = self.cfg.max_context_chars
+        blocks = []
+        for i, h in enumerate(hits, 1):
+            block = f"[{i}] {h.header}\n{h.text.strip()}"
+            if len(block) > budget:
+                block = block[: max(0, budget)]
+            budget -= len(block)
+            blocks.append(block)
+            if budget <= 0:
+                break
+        titles = list(self.header_titles(query))[:40] if self.header_titles else []
+        user = (
+            f"Question: {query}\n\nPassages:\n" + "\n\n".join(blocks)
+            + ("\n\nKnown headers relevant to the question: " + "; ".join(titles) if titles else "")
+            + '\n\nReply as JSON: {"can_answer": bool, "reasoning": str, "missing": [str]}'
+        )
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        url = self.cfg.base_url.rstrip("/") + "/chat/completions"
+        key = os.environ.get(self.cfg.api_key_env, "")
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        last = ""
+        for attempt in range(self.cfg.retries + 1):
+            if attempt:
+                time.sleep(self.cfg.backoff_s * 2 ** (attempt - 1))
+            try:
+                resp = httpx.post(url, json=body, headers=headers, timeout=self.cfg.timeout_s)
+            except httpx.TimeoutException:
+                last = f"timed out after {self.cfg.timeout_s:g} s"
+                continue
+            except httpx.HTTPError as exc:
+                last = f"unreachable ({type(exc).__name__}: {exc})"
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}"
+                continue
+            if resp.status_code >= 400:
+                raise RagrigError(f"LLM judge at {url}: HTTP {resp.status_code}: {resp.text[:200]}")
+            try:
+                return resp.json()
+            except json.JSONDecodeError:
+                raise RagrigError(f"LLM judge at {url}: the response is not JSON: {resp.text[:200]!r}") from None
+        raise RagrigError(f"LLM judge at {url}: {last} ({self.cfg.retries + 1} attempts)")
+
+    def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
+        body = {
+            "model": self.cfg.model,
+            "messages": self._prompt(query, hits),
+            "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "hop_judgement", "schema": JUDGE_SCHEMA}},
+        }
+        reply = self._post(body)
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise RagrigError(f"LLM judge: unexpected reply shape: {str(reply)[:200]}") from None
+        try:
+            data = json.loads(content)
+        except (json.JSONDecodeError, TypeError):
+            raise RagrigError(f"LLM judge: the model's answer is not valid JSON: {str(content)[:200]!r}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("can_answer"), bool):
+            raise RagrigError(f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}")
+        missing = parse_missing(data.get("missing") or [])
+        return Judgement(bool(data["can_answer"]), str(data.get("reasoning", "")), [Missing(m) for m in missing])

@@ -1,0 +1,97 @@
+"""Multi-hop retrieval end to end on a tiny rules corpus: a weapon profile names "Lethal 5+", hop 1
+fetches the "Lethal x+" rule by its header and places it right after the profile."""
+
+from __future__ import annotations
+
+import pytest
+
+from configs.schema import load_config
+from retrieval.ingest.pipeline import IngestPipeline
+from retrieval.retriever import Retriever
+
+pytestmark = pytest.mark.slow
+
+CORPUS = {
+    "weapons.md": """# Weapon Rules
+
+## Lethal x+
+
+Your successes are critical successes on a roll of x+ instead of only on a 6.
+
+## Piercing x
+
+The defender collects x fewer defence dice before rolling.
+
+## Balanced
+
+You can re-roll one of your attack dice.
+""",
+    "teams/gloom.md": """# Gloom Reavers
+
+## Ripper Blade
+
+The Ripper Blade is a serrated melee weapon carried by every Reaver champion.
+Profile: 4 attacks, hits on 3+, damage 4/5. Special rules: Lethal 5+.
+
+## Night Cloak
+
+A Reaver wearing a night cloak cannot be seen beyond six inches.
+""",
+    "core/movement.md": """# Movement
+
+## Dash
+
+An operative can move up to three inches in a straight line.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("multihop")
+    corpus = root / "corpus"
+    for rel, text in CORPUS.items():
+        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / rel).write_text(text, encoding="utf-8")
+    cfg = load_config(overrides=[f"home={root / 'home'}", f"corpus.path={corpus}", "retrieval.synonyms=null",
+                                 "eval.testsets=[]"])
+    pipe = IngestPipeline(cfg)
+    pipe.embedder = embedder
+    assert pipe.run().published
+    return Retriever(cfg, embedder=embedder)
+
+
+QUERY = "what does the serrated blade of the Reaver champion do to my hit rolls?"
+
+
+def ids(res):
+    return [h.chunk_id for h in res.hits]
+
+
+def test_hop_fetches_the_named_rule_into_the_context_window(retriever):
+    plain = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=0)
+    assert ids(plain)[0] == "teams/gloom.md#0"  # the Ripper Blade profile
+    assert "weapons.md#0" not in ids(plain)  # the Lethal rule is not in a top 2 without a hop
+
+    res = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=1)
+    assert ids(res) == ["teams/gloom.md#0", "weapons.md#0"]
+    lethal = res.hits[1]
+    assert (lethal.hop, lethal.header) == (1, "Weapon Rules > Lethal x+")
+    assert lethal.reason == "hop 1: Lethal (header)"
+    assert res.hops[0]["missing"] == [{"item": "Lethal", "origin": "teams/gloom.md#0"}]
+    assert res.hops[0]["added"] == [{"chunk_id": "weapons.md#0", "item": "Lethal", "via": "header"}]
+    assert "hops" in res.timings_ms
+
+
+def test_second_hop_stops_when_nothing_new_is_named(retriever):
+    res = retriever.search(QUERY, top_k=3, use_cache=False, max_hops=2)
+    assert [h["hop"] for h in res.hops] == [1, 2]
+    assert res.hops[1]["can_answer"] is True and res.hops[1]["added"] == []
+    assert len(set(ids(res))) == len(ids(res))  # de-duplicated by chunk id
+
+
+def test_zero_hops_and_single_hop_queries_are_unchanged(retriever):
+    q = "how far can an operative dash?"
+    a = retriever.search(q, top_k=3, use_cache=False, max_hops=0)
+    b = retriever.search(q, top_k=3, use_cache=False, max_hops=2)
+    assert ids(a) == ids(b) and b.hops[0]["can_answer"] is True
