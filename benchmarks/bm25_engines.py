@@ -89,12 +89,13 @@ def main() -> int:
             rows.append(("scifact", len(corpus), name, e))
         results["scifact"] = eng
     rng = np.random.default_rng(0)
-    vocab = [f"w{i}" for i in range(50000)]
+    vocab = np.array([f"w{i}" for i in range(50000)], dtype=object)
     p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
     p /= p.sum()
     for n in args.sizes:
-        corpus = [list(rng.choice(vocab, size=150, p=p)) for _ in range(n)]
-        queries = [list(rng.choice(vocab[100:5000], size=6)) for _ in range(100)]
+        ids = rng.choice(len(vocab), size=(n, 150), p=p)  # Zipf-like word frequencies
+        corpus = [list(vocab[row]) for row in ids]
+        queries = [list(vocab[rng.choice(np.arange(100, 5000), size=6)]) for _ in range(100)]
         eng = time_engines(corpus, queries)
         agree = np.mean([len(set(a[:10]) & set(b[:10])) / 10 for a, b in zip(*(e["runs"] for e in eng.values()))])
         for name, e in eng.items():

@@ -123,6 +123,7 @@ def multi_hop(retriever: Retriever, first: RetrievalResult, r: RetrievalConfig, 
         if not added:
             record["ms"] = (time.perf_counter() - t0) * 1000
             break
+        added.sort(key=lambda pair: 0 if pair[0].reason.endswith("(header)") else 1)  # header matches first
         hits = place(hits, added, window)
         record["ms"] = (time.perf_counter() - t0) * 1000
     final = hits[:top_k]

@@ -241,3 +241,21 @@ def test_model_mismatch_is_refused(tmp_path, write_files, make_config, embedder)
         Retriever(changed, version=first, embedder=embedder)
     msg = str(exc.value)
     assert "sentence-transformers/all-MiniLM-L6-v2" in msg and "docprefix='x: '" in msg and "v000001" in msg
+
+
+def test_section_expansion_brings_small_siblings_within_the_budget(indexed):
+    cfg, r = indexed
+    expand = cfg.retrieval.model_copy(update={"section_expansion_tokens": 60, "max_hops": 0})
+    plain = r.search("re-roll one of your attack dice", top_k=1, use_cache=False,
+                     retrieval=cfg.retrieval.model_copy(update={"max_hops": 0}))
+    res = r.search("re-roll one of your attack dice", top_k=1, use_cache=False, retrieval=expand)
+    assert [h.chunk_id for h in plain.hits] == ["weapons.md#4"]  # Weapon Rules > Balanced
+    top, *added = res.hits
+    assert top.chunk_id == "weapons.md#4" and added
+    siblings = [c for c in r.chunks if c.doc_id == "weapons.md" and c.header_path[:-1] == ["Weapon Rules"]]
+    assert all(h.reason == "section of weapons.md#4" for h in added)
+    assert {h.chunk_id for h in added} <= {c.chunk_id for c in siblings}
+    assert top.tokens + sum(h.tokens for h in added) <= 60  # never over the token budget
+    # in document order, skipping what does not fit
+    rows = [r.row[h.chunk_id] for h in added]
+    assert rows == sorted(rows)
