@@ -8,6 +8,7 @@ like a credential are dropped, and values equal to a secret from the environment
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -133,6 +134,8 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
             t = Path(tmp)
             df.to_csv(t / "per_query.csv", index=False)
             (t / "config.yaml").write_text(scrub(cfg.to_yaml(), secrets))
+            # the whole report, so `ragrig compare` and `ragrig gate` can take an MLflow run as input
+            (t / "report.json").write_text(scrub(json.dumps(report.to_dict(), ensure_ascii=False), secrets))
             failed = [r for r in report.per_query if r["missed@10"]]
             buf = io.StringIO()
             for r in failed:

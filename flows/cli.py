@@ -194,6 +194,30 @@ def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return rc
 
 
+def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from eval.compare import DEFAULT_METRICS, compare, load_run, print_comparison, to_markdown
+    from eval.mlflow_log import tracking_uri
+
+    if len(args.runs) < 2:
+        raise InputError("compare needs at least two runs: BASELINE CANDIDATE [CANDIDATE …]")
+    uri = tracking_uri(cfg)
+    base_name, base = load_run(args.runs[0], uri)
+    metrics = tuple(args.metric) if args.metric else DEFAULT_METRICS
+    results = []
+    md = []
+    for ref in args.runs[1:]:
+        name, cand = load_run(ref, uri)
+        c = compare(base, cand, metrics, k=args.k, n_perm=args.permutations, seed=args.seed,
+                    base_name=base_name, cand_name=name)
+        results.append(c.to_dict())
+        md.append(to_markdown(c))
+        print_comparison(c)
+    if args.markdown:
+        Path(args.markdown).write_text("\n\n".join(md) + "\n", encoding="utf-8")
+    _write_json(args.output_json, results[0] if len(results) == 1 else {"comparisons": results})
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -238,6 +262,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-json", metavar="FILE", help="write the evaluation report as JSON")
     p.add_argument("--no-prefect", action="store_true", help="run without Prefect flows")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="per-query deltas, paired significance tests and flipped queries")
+    _common(p)
+    p.add_argument("runs", nargs="+", metavar="RUN", help="eval JSON files, MLflow run ids or run names; the first is the baseline")
+    p.add_argument("--metric", action="append", default=[], help="metric to compare (repeatable; default ndcg@10, recall@10, mrr@10, precision@5)")
+    p.add_argument("-k", type=int, default=10, help="top-k for flipped queries (default 10)")
+    p.add_argument("--permutations", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown")
+    p.add_argument("--output-json", metavar="FILE")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)
