@@ -12,7 +12,7 @@ export MLFLOW_DISABLE_TELEMETRY ?= true
 export RAGAS_DO_NOT_TRACK ?= true
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install run test test-fast bench clean
+.PHONY: install run test test-fast bench baseline clean
 
 install: $(STAMP)
 
@@ -31,6 +31,10 @@ run: install
 	$(VENV)/bin/ragrig run
 
 test: install
+	# the project gates itself: the default config must not regress against the committed baseline
+	$(VENV)/bin/ragrig ingest --no-prefect --quiet > /dev/null
+	$(VENV)/bin/ragrig gate --no-ingest --baseline datasets/baselines/sample.json --policy configs/gate/default.yaml \
+		--junit .ragrig/gate/junit.xml --markdown .ragrig/gate/summary.md
 	$(PY) -m pytest -q
 
 test-fast: install
@@ -38,6 +42,9 @@ test-fast: install
 
 bench: install
 	$(PY) benchmarks/ingest_vs_encode.py
+
+baseline: install
+	$(VENV)/bin/ragrig gate --baseline datasets/baselines/sample.json --update-baseline
 
 clean:
 	rm -rf .ragrig

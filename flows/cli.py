@@ -218,6 +218,60 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0
 
 
+def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from eval.compare import load_run
+    from eval.gate import BLOCK, baseline_payload, judge, load_baseline, load_policy, overall, print_gate, to_junit, to_markdown
+    from eval.mlflow_log import tracking_uri
+
+    policy = load_policy(args.policy)
+    # the candidate: a given run, or an evaluation of the current config now
+    if args.candidate:
+        reports = [load_run(args.candidate, tracking_uri(cfg))[1]]
+    else:
+        from eval.runner import evaluate
+        from eval.testset import load_testset
+
+        paths = args.testset or cfg.eval.testsets
+        if not paths:
+            raise InputError("no test set: pass --testset FILE or set eval.testsets")
+        testsets = [load_testset(p) for p in paths]  # bad test sets fail before any work
+        if not args.no_ingest:
+            from retrieval.ingest.pipeline import IngestPipeline
+
+            IngestPipeline(cfg, progress=False).run()
+        retriever = _retriever(cfg)
+        reports = [evaluate(cfg, ts, retriever).to_dict() for ts in testsets]
+    if args.update_baseline:
+        Path(args.baseline).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.baseline).write_text(json.dumps(baseline_payload(reports), indent=1, ensure_ascii=False) + "\n",
+                                       encoding="utf-8")
+        print(f"wrote baseline {args.baseline} ({', '.join(r['testset'] for r in reports)}): review and commit it")
+        return 0
+    if Path(args.baseline).exists() or args.baseline.endswith(".json"):
+        baselines = load_baseline(args.baseline)
+    else:
+        b = load_run(args.baseline, tracking_uri(cfg))[1]
+        baselines = {b["testset"]: b}
+    results = []
+    for rep in reports:
+        base = baselines.get(rep["testset"])
+        if base is None and len(baselines) == 1 and len(reports) == 1:
+            base = next(iter(baselines.values()))
+        if base is None:
+            raise InputError(f"the baseline has no run for test set '{rep['testset']}' (it has: {sorted(baselines)})")
+        results.append(judge(base, rep, policy))
+    print_gate(results)
+    md = to_markdown(results)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
+    if args.junit:
+        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.junit).write_text(to_junit(results) + "\n", encoding="utf-8")
+    _write_json(args.output_json, {"verdict": overall(results), "results": [r.to_dict() for r in results]})
+    return 1 if overall(results) == BLOCK else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -273,6 +327,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown")
     p.add_argument("--output-json", metavar="FILE")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("gate", help="PASS / WARN / BLOCK: the current config (or a run) against a baseline")
+    _common(p)
+    p.add_argument("--baseline", required=True, metavar="FILE|RUN", help="baseline JSON file (or an MLflow run)")
+    p.add_argument("--policy", metavar="FILE", help="gate policy YAML (default: ndcg@10, recall@10, mrr@10; max drop 0.02; alpha 0.05)")
+    p.add_argument("--testset", "-t", action="append", default=[], help="test set(s) to evaluate (default: eval.testsets)")
+    p.add_argument("--candidate", metavar="FILE|RUN", help="judge this eval report / MLflow run instead of evaluating now")
+    p.add_argument("--update-baseline", action="store_true", help="write the evaluation as the new baseline file")
+    p.add_argument("--no-ingest", action="store_true", help="evaluate the published index as it is")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. for a CI step summary)")
+    p.add_argument("--output-json", metavar="FILE")
+    p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)

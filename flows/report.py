@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console(stderr=False, highlight=False)
+# a terminal gets its own width; a pipe or a CI log gets 120 columns, so numbers are never cut off
+console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 120)
 
 
 def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:

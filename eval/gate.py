@@ -1,0 +1,217 @@
+"""The CI regression gate: compare a candidate evaluation with a committed baseline under a policy and
+return PASS / WARN / BLOCK with the reasons and the flipped queries.
+
+Per metric: no drop -> PASS; a drop within ``max_drop`` -> WARN; a larger drop that the paired
+permutation test does not find significant at ``alpha`` -> WARN (noise is not a reason to block); a
+larger, significant drop -> BLOCK. A ``must_pass`` case that had a relevant chunk in the top k in the
+baseline and has none in the candidate -> BLOCK.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from configs.errors import InputError
+from configs.yamlio import load_yaml
+from eval.compare import Comparison, compare
+
+PASS, WARN, BLOCK = "PASS", "WARN", "BLOCK"
+ORDER = {PASS: 0, WARN: 1, BLOCK: 2}
+
+
+class MetricRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_drop: float = Field(0.02, ge=0, le=1)
+    alpha: float = Field(0.05, gt=0, lt=1)
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metrics: dict[str, MetricRule] = Field(
+        default_factory=lambda: {"ndcg@10": MetricRule(), "recall@10": MetricRule(), "mrr@10": MetricRule()}
+    )
+    must_pass: list[str] = Field(default_factory=list)
+    k: int = Field(10, ge=1)
+    permutations: int = Field(10000, ge=100)
+    seed: int = 0
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    if not path:
+        return Policy()
+    located = load_yaml(path)
+    try:
+        return Policy.model_validate(located.data or {})
+    except ValidationError as exc:
+        msgs = [f"{located.where(tuple(e['loc']))}: {'.'.join(str(x) for x in e['loc'])}: "
+                f"{'unknown key' if e['type'] == 'extra_forbidden' else e['msg']}" for e in exc.errors()]
+        raise InputError("invalid gate policy:\n  " + "\n  ".join(msgs)) from None
+
+
+@dataclass
+class Check:
+    name: str  # "ndcg@10" or "must-pass: <case id>"
+    verdict: str
+    reason: str
+    baseline: float | None = None
+    candidate: float | None = None
+    delta: float | None = None
+    p: float | None = None
+
+
+@dataclass
+class GateResult:
+    testset: str
+    verdict: str
+    checks: list[Check]
+    comparison: dict[str, Any]
+    flips: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateResult:
+    cmp: Comparison = compare(base, cand, tuple(policy.metrics), k=policy.k, n_perm=policy.permutations,
+                              seed=policy.seed, base_name="baseline", cand_name="candidate")
+    checks: list[Check] = []
+    for m in cmp.metrics:
+        rule = policy.metrics[m.metric]
+        drop = -m.delta
+        if drop <= 1e-12:
+            v, why = PASS, "no drop" if drop > -1e-12 else f"improved by {m.delta:+.4f}"
+        elif drop <= rule.max_drop:
+            v, why = WARN, f"dropped {drop:.4f}, within the allowed {rule.max_drop:.4f}"
+        elif m.p_permutation >= rule.alpha:
+            v, why = WARN, f"dropped {drop:.4f} (> {rule.max_drop:.4f}) but not significant (p={m.p_permutation:.4f} >= {rule.alpha})"
+        else:
+            v, why = BLOCK, f"dropped {drop:.4f} (> {rule.max_drop:.4f}), significant (p={m.p_permutation:.4f} < {rule.alpha})"
+        checks.append(Check(m.metric, v, why, m.baseline, m.candidate, m.delta, m.p_permutation))
+    base_rows = {r["id"]: r for r in base["per_query"]}
+    cand_rows = {r["id"]: r for r in cand["per_query"]}
+    hk = f"hit_rate@{policy.k}"
+    for cid in policy.must_pass:
+        if cid not in base_rows or cid not in cand_rows:
+            raise InputError(f"gate policy: must_pass case '{cid}' is not in both runs")
+        before = base_rows[cid]["metrics"].get(hk, 0) > 0
+        after = cand_rows[cid]["metrics"].get(hk, 0) > 0
+        if after:
+            checks.append(Check(f"must-pass: {cid}", PASS, f"relevant chunk in the top {policy.k}"))
+        elif before:
+            checks.append(Check(f"must-pass: {cid}", BLOCK, f"lost its relevant chunk from the top {policy.k}"))
+        else:
+            checks.append(Check(f"must-pass: {cid}", WARN, f"had no relevant chunk in the top {policy.k} in the baseline either"))
+    verdict = max((c.verdict for c in checks), key=ORDER.__getitem__, default=PASS)
+    return GateResult(str(cand.get("testset", base.get("testset", ""))), verdict, checks, cmp.to_dict(),
+                      [asdict(f) for f in cmp.flips])
+
+
+def overall(results: list[GateResult]) -> str:
+    return max((r.verdict for r in results), key=ORDER.__getitem__, default=PASS)
+
+
+# ---- baselines ------------------------------------------------------------------------------------
+BASELINE_KEYS = ("testset", "testset_sha256", "index", "k_values", "overall", "per_tag")
+
+
+def baseline_payload(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a committed baseline holds: provenance, overall metrics and per-query metrics (no hit texts)."""
+    runs = []
+    for r in reports:
+        runs.append({**{k: r.get(k) for k in BASELINE_KEYS},
+                     "per_query": [{"id": q["id"], "query": q["query"], "tags": q["tags"], "metrics": q["metrics"]}
+                                   for q in r["per_query"]]})
+    return {"kind": "ragrig-baseline", "version": 1, "runs": runs}
+
+
+def load_baseline(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Baseline reports by test-set name (a baseline file, or a single `ragrig eval --output-json` report)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"--baseline {p}: file not found (create one with `ragrig gate --update-baseline`)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--baseline {p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    runs = data.get("runs") if isinstance(data, dict) and "runs" in data else [data]
+    out = {}
+    for r in runs:
+        if not isinstance(r, dict) or "per_query" not in r or "testset" not in r:
+            raise InputError(f"--baseline {p}: not a ragrig baseline or eval report (no testset/per_query)")
+        out[r["testset"]] = r
+    return out
+
+
+# ---- outputs ----------------------------------------------------------------------------------------
+def to_markdown(results: list[GateResult]) -> str:
+    icon = {PASS: "✅ PASS", WARN: "⚠️ WARN", BLOCK: "⛔ BLOCK"}
+    lines = [f"## Retrieval gate: {icon[overall(results)]}", ""]
+    for r in results:
+        lines += [f"### {r.testset}: {icon[r.verdict]}", "", "| check | baseline | candidate | Δ | p | verdict | reason |",
+                  "|---|---:|---:|---:|---:|---|---|"]
+        for c in r.checks:
+            def f(v: float | None, signed: bool = False) -> str:
+                return "" if v is None else (f"{v:+.4f}" if signed else f"{v:.4f}")
+
+            lines.append(f"| {c.name} | {f(c.baseline)} | {f(c.candidate)} | {f(c.delta, True)} | {f(c.p)} | "
+                         f"{c.verdict} | {c.reason} |")
+        if r.flips:
+            lines += ["", "| flipped query | direction | first relevant rank before → after |", "|---|---|---|"]
+            for fl in r.flips:
+                lines.append(f"| {fl['id']} | {fl['direction']} | {fl['rank_before'] or '–'} → {fl['rank_after'] or '–'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def to_junit(results: list[GateResult]) -> str:
+    """JUnit XML: a testsuite per test set, a testcase per metric check and per flipped must-pass case."""
+    suites = ET.Element("testsuites", name="ragrig-gate")
+    total = fails = 0
+    for r in results:
+        cases = list(r.checks)
+        suite = ET.SubElement(suites, "testsuite", name=f"retrieval.{r.testset}", tests=str(len(cases)),
+                              failures=str(sum(c.verdict == BLOCK for c in cases)), errors="0", skipped="0")
+        for c in cases:
+            tc = ET.SubElement(suite, "testcase", classname=f"retrieval.{r.testset}", name=c.name)
+            if c.verdict == BLOCK:
+                fail = ET.SubElement(tc, "failure", message=c.reason, type="RetrievalRegression")
+                fail.text = c.reason
+            elif c.verdict == WARN:
+                out = ET.SubElement(tc, "system-out")
+                out.text = f"WARN: {c.reason}"
+        total += len(cases)
+        fails += sum(c.verdict == BLOCK for c in cases)
+    suites.set("tests", str(total))
+    suites.set("failures", str(fails))
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def print_gate(results: list[GateResult]) -> None:
+    from rich.table import Table
+
+    from flows.report import console
+
+    style = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
+    for r in results:
+        t = Table(title=f"ragrig gate: {r.testset} → [{style[r.verdict]}]{r.verdict}[/{style[r.verdict]}]",
+                  title_justify="left")
+        for col in ("check", "baseline", "candidate", "Δ", "p (perm)", "verdict"):
+            t.add_column(col, no_wrap=True, justify="left" if col in ("check", "verdict") else "right")
+        for c in r.checks:
+            t.add_row(c.name, "" if c.baseline is None else f"{c.baseline:.4f}",
+                      "" if c.candidate is None else f"{c.candidate:.4f}",
+                      "" if c.delta is None else f"{c.delta:+.4f}", "" if c.p is None else f"{c.p:.4f}",
+                      f"[{style[c.verdict]}]{c.verdict}[/{style[c.verdict]}]")
+        console.print(t)
+        for c in r.checks:
+            if c.verdict != PASS:
+                print(f"  {c.verdict}: {c.name}: {c.reason}")
+        for fl in r.flips:
+            print(f"  {fl['direction']:6s} {fl['id']}: first relevant rank {fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
+    print(f"verdict: {overall(results)}")

@@ -1,0 +1,124 @@
+"""The regression gate: verdict rules on hand-built runs, policy validation, JUnit XML against the schema,
+Markdown as a table, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from configs.errors import InputError
+from eval.gate import BLOCK, PASS, WARN, MetricRule, Policy, baseline_payload, judge, load_policy, to_junit, to_markdown
+from flows.cli import main
+
+XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit-10.xsd"
+
+
+def run(values: list[float], name: str = "t", hits: list[int] | None = None) -> dict:
+    hits = hits if hits is not None else [1 if v > 0 else 0 for v in values]
+    rows = []
+    for i, (v, h) in enumerate(zip(values, hits)):
+        m = {"ndcg@10": v, "recall@10": v, "mrr@10": v, "hit_rate@10": float(h), "mrr@100": 1.0 if h else 0.0}
+        rows.append({"id": f"q{i}", "query": f"query {i}", "tags": ["single-hop"], "metrics": m})
+    return {"testset": name, "testset_sha256": "abc", "per_query": rows}
+
+
+POLICY = Policy(metrics={"ndcg@10": MetricRule(max_drop=0.02, alpha=0.05)}, k=10)
+
+
+def verdicts(result):
+    return {c.name: c.verdict for c in result.checks}
+
+
+def test_no_drop_passes():
+    r = judge(run([0.5] * 20), run([0.5] * 20), POLICY)
+    assert r.verdict == PASS and verdicts(r) == {"ndcg@10": PASS}
+
+
+def test_drop_within_the_allowance_warns():
+    cand = [0.5] * 20
+    cand[0] = 0.3  # mean drop 0.2 / 20 = 0.01 <= 0.02
+    r = judge(run([0.5] * 20), run(cand), POLICY)
+    assert r.verdict == WARN and "within the allowed 0.0200" in r.checks[0].reason
+
+
+def test_large_but_not_significant_drop_warns():
+    # one query of four drops 0.4: mean drop 0.1 > 0.02, but the exact sign-flip test gives p = 1
+    r = judge(run([0.5, 0.5, 0.5, 0.5]), run([0.1, 0.5, 0.5, 0.5]), POLICY)
+    assert r.verdict == WARN and r.checks[0].p == pytest.approx(1.0) and "not significant" in r.checks[0].reason
+
+
+def test_large_significant_drop_blocks_and_names_flipped_queries():
+    base = run([0.8] * 20)
+    cand_vals = [0.3] * 20
+    cand_vals[3] = 0.0
+    cand = run(cand_vals)
+    r = judge(base, cand, POLICY)
+    assert r.verdict == BLOCK and r.checks[0].p < 0.05 and "significant" in r.checks[0].reason
+    assert [(f["id"], f["direction"]) for f in r.flips] == [("q3", "lost")]
+
+
+def test_must_pass_case_that_loses_its_hit_blocks():
+    policy = Policy(metrics={"ndcg@10": MetricRule()}, must_pass=["q1", "q2"], k=10)
+    base = run([0.5, 0.5, 0.0], hits=[1, 1, 0])
+    cand = run([0.5, 0.0, 0.0], hits=[1, 0, 0])
+    r = judge(base, cand, policy)
+    assert verdicts(r)["must-pass: q1"] == BLOCK and verdicts(r)["must-pass: q2"] == WARN
+    assert r.verdict == BLOCK
+    with pytest.raises(InputError, match="must_pass case 'nope'"):
+        judge(base, cand, Policy(must_pass=["nope"]))
+
+
+def test_policy_file_errors_name_the_file_line_and_key(tmp_path):
+    p = tmp_path / "policy.yaml"
+    p.write_text("metrics:\n  ndcg@10: {max_drop: 0.02, alfa: 0.05}\n")
+    with pytest.raises(InputError, match=r"policy.yaml:2: metrics.ndcg@10.alfa: unknown key"):
+        load_policy(p)
+    p.write_text("metrics:\n  ndcg@10: {max_drop: -1}\n")
+    with pytest.raises(InputError, match="max_drop"):
+        load_policy(p)
+    assert load_policy(None).metrics.keys() == {"ndcg@10", "recall@10", "mrr@10"}
+
+
+def test_junit_xml_validates_against_the_schema_and_counts_failures():
+    from lxml import etree
+
+    blocked = judge(run([0.8] * 20), run([0.3] * 20), POLICY)
+    warned = judge(run([0.5] * 20, name="other"), run([0.5] * 19 + [0.3], name="other"), POLICY)
+    xml = to_junit([blocked, warned])
+    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    doc = etree.fromstring(xml.encode())
+    schema.assertValid(doc)
+    suites = doc.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["retrieval.t", "retrieval.other"]
+    assert suites[0].get("failures") == "1" and suites[1].get("failures") == "0"
+    assert doc.get("tests") == "2" and doc.get("failures") == "1"
+    assert suites[0].find("testcase/failure").get("message").startswith("dropped 0.5000")
+    assert suites[1].find("testcase/system-out").text.startswith("WARN:")
+
+
+def test_markdown_renders_as_a_table():
+    from markdown_it import MarkdownIt
+
+    r = judge(run([0.8] * 20), run([0.3] * 20), POLICY)
+    html = MarkdownIt().enable("table").render(to_markdown([r]))
+    assert "<table>" in html and "<th>check</th>" in html and "<td>ndcg@10</td>" in html and "BLOCK" in html
+
+
+def test_cli_exit_codes_and_update_baseline(tmp_path):
+    base, good, bad = tmp_path / "base.json", tmp_path / "good.json", tmp_path / "bad.json"
+    base.write_text(json.dumps(baseline_payload([{**run([0.8] * 20), "per_tag": {}, "overall": {}}])))
+    good.write_text(json.dumps(run([0.8] * 20)))
+    bad.write_text(json.dumps(run([0.3] * 20)))
+    junit, md, out = tmp_path / "g.xml", tmp_path / "g.md", tmp_path / "g.json"
+    args = ["gate", "--baseline", str(base), "--set", "mlflow.enabled=false"]
+    assert main([*args, "--candidate", str(good)]) == 0
+    assert main([*args, "--candidate", str(bad), "--junit", str(junit), "--markdown", str(md), "--output-json", str(out)]) == 1
+    assert json.loads(out.read_text())["verdict"] == BLOCK and junit.read_text().startswith("<?xml") and "BLOCK" in md.read_text()
+    assert main(["gate", "--baseline", str(tmp_path / "missing.json"), "--candidate", str(good)]) == 2
+    (tmp_path / "p.yaml").write_text("bogus: 1\n")
+    assert main([*args, "--candidate", str(good), "--policy", str(tmp_path / "p.yaml")]) == 2
+    new = tmp_path / "new.json"
+    assert main(["gate", "--baseline", str(new), "--candidate", str(good), "--update-baseline"]) == 0
+    assert json.loads(new.read_text())["kind"] == "ragrig-baseline"

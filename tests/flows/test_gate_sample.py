@@ -1,0 +1,36 @@
+"""The gate end to end on the real sample corpus and test set: five repeated evaluations of the default
+config never BLOCK against a baseline taken from it; a degraded config (vector retrieval off) BLOCKs,
+naming the metrics and the flipped queries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flows.cli import main
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_repeated_runs_never_block_and_a_degraded_config_does(tmp_path, capsys):
+    base = tmp_path / "baseline.json"
+    policy = str(ROOT / "configs" / "gate" / "default.yaml")
+    assert main(["gate", "--baseline", str(base), "--update-baseline"]) == 0
+    for i in range(5):
+        out = tmp_path / f"run{i}.json"
+        assert main(["gate", "--baseline", str(base), "--policy", policy, "--no-ingest", "--output-json", str(out)]) == 0
+        assert json.loads(out.read_text())["verdict"] != "BLOCK"
+    out = tmp_path / "bad.json"
+    rc = main(["gate", "--baseline", str(base), "--policy", policy, "--no-ingest", "--output-json", str(out),
+               "--set", "retrieval.fusion.weights.vector=0"])
+    assert rc == 1
+    result = json.loads(out.read_text())
+    assert result["verdict"] == "BLOCK"
+    blocked = [c["name"] for c in result["results"][0]["checks"] if c["verdict"] == "BLOCK"]
+    assert "ndcg@10" in blocked
+    assert result["results"][0]["flips"], "a BLOCK names the queries that flipped"
+    printed = capsys.readouterr().out
+    assert "BLOCK: ndcg@10: dropped" in printed and "verdict: BLOCK" in printed
