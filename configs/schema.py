@@ -22,6 +22,11 @@ from configs.yamlio import LocatedYaml, load_yaml
 
 DEFAULT_CONFIG = Path(__file__).with_name("default.yaml")
 
+# Bump when chunking, tokenisation or index layout change meaning: indexes get a new key (and are rebuilt,
+# with every unchanged text still served from the embedding cache). Extraction changes are tracked per
+# document instead (Document.extractor), so they re-extract only what they touch.
+PIPELINE_VERSION = 1
+
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx", "**/*.pdf"]
 
 
@@ -190,6 +195,7 @@ class RagrigConfig(Strict):
     def ingest_fingerprint(self) -> dict[str, Any]:
         """Everything that changes what an index contains (and nothing that does not)."""
         return {
+            "pipeline": PIPELINE_VERSION,
             "corpus": self.corpus.model_dump(),
             "chunking": self.chunking.model_dump(),
             "embedding": {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device")},

@@ -86,7 +86,7 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
 
 
 def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
-               tags: dict[str, str] | None = None) -> str:
+               tags: dict[str, str] | None = None, plots: bool = True) -> str:
     """One MLflow run for one evaluation; returns the run id."""
     import mlflow
     import pandas as pd
@@ -144,7 +144,8 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
                     buf.write(f"  {h['rank']}. {'*' if h['relevant'] else ' '} {h['header']} ({h['chunk_id']})\n")
                 buf.write("\n")
             (t / "failed_cases.md").write_text(scrub(buf.getvalue(), secrets) or "no failed cases\n")
-            recall_ndcg_png(report, t / "recall_ndcg_at_k.png")
-            per_tag_png(report, t / "per_tag.png")
+            if plots:  # sweep children skip them: the parent run has the sweep's plots
+                recall_ndcg_png(report, t / "recall_ndcg_at_k.png")
+                per_tag_png(report, t / "per_tag.png")
             mlflow.log_artifacts(str(t))
         return run.info.run_id

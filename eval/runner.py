@@ -140,7 +140,7 @@ def evaluate(
     hops = [c.max_hops if c.max_hops is not None else cfg.retrieval.max_hops for c in ts.cases]
     if max_hops is not None:
         hops = [max_hops] * len(ts.cases)
-    search_fn = search or (lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops))
+    search_fn = search or (lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops, retrieval=cfg.retrieval))
     for _ in range(n):
         t0 = time.perf_counter()
         results_list = search_fn(retriever, queries, depth)

@@ -272,6 +272,55 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 1 if overall(results) == BLOCK else 0
 
 
+def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from eval.sweep import load_sweep, resolve, run_sweep, summary_markdown
+
+    spec = load_sweep(args.sweep)
+    resolve(spec, args.overrides)  # every config validated before any work
+    if args.no_prefect:
+        result = run_sweep(spec, args.overrides, progress=not args.quiet).to_dict()
+    else:
+        from flows.sweep import sweep_flow
+
+        result = sweep_flow(sweep_path=args.sweep, overrides=args.overrides, progress=not args.quiet)
+    print_sweep(result)
+    _write_json(args.output_json, result)
+    return 0
+
+
+def print_sweep(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from flows.report import console, short
+
+    params: list[str] = []
+    for r in result["rows"]:
+        params += [k for k in r["overrides"] if k not in params]
+    metrics = ("ndcg@10", "recall@10", "mrr@10", "recall@100")
+    t = Table(title=f"sweep {result['name']}: {len(result['rows'])} evaluations in {result['seconds']['total']:.1f} s",
+              title_justify="left")
+    for p in params:
+        t.add_column(p.split(".")[-1], no_wrap=True)
+    t.add_column("test set", no_wrap=True)
+    for m in metrics:
+        t.add_column(short(m), justify="right", no_wrap=True)
+    best = result.get("best") or {}
+    for r in result["rows"]:
+        star = r["label"] == best.get("label") and r["testset"] == best.get("testset")
+        vals = [str(r["overrides"].get(p, "")) for p in params]
+        ms = [f"{r['metrics'].get(m, float('nan')):.4f}" for m in metrics]
+        t.add_row(*vals, r["testset"], *[f"[bold green]{m}[/bold green]" if star else m for m in ms])
+    console.print(t)
+    for ix in result.get("indexes", []):
+        print(f"index {ix['index_key']}: {ix['chunks']} chunks, {ix['embedded']} embedded, {ix['cached']} from cache, "
+              f"{ix['distinct_texts']} distinct chunk texts so far")
+    if best:
+        print(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
+        print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in best["overrides"].items()))
+    if result.get("parent_run_id"):
+        print(f"mlflow parent run: {result['parent_run_id']}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -340,6 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. for a CI step summary)")
     p.add_argument("--output-json", metavar="FILE")
     p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("sweep", help="evaluate a grid of configs with shared indexes, embeddings and candidates")
+    _common(p)
+    p.add_argument("sweep", metavar="FILE", help="a sweep file (configs/sweeps/*.yaml)")
+    p.add_argument("--output-json", metavar="FILE")
+    p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)

@@ -55,19 +55,33 @@ class Retriever:
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             _ = self.embedder.model  # load now, so query timings measure queries, not model loading
         r = cfg.retrieval
-        self.processor = QueryProcessor(
-            self.version.keywords,
-            load_synonyms(r.synonyms),
-            normalise=r.normalise,
-            expansion=r.expansion,
-            max_chars=r.max_query_chars,
-        )
+        self._processors: dict[tuple[Any, ...], QueryProcessor] = {}
+        self.processor = self.processor_for(r)
         self.cache: QueryCache[RetrievalResult] = QueryCache(r.cache_size, r.cache_ttl_s)
         self._sections: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
         for i, c in enumerate(self.chunks):
             self._sections[(c.doc_id, tuple(c.header_path[:-1]))].append(i)
         self._mask_cache: dict[Filters, np.ndarray] = {}
+        # sweeps turn these on: candidates per (source, processed query, depth) and query vectors per text are
+        # computed once and reused across fusion/shaping variants of the same index version
+        self.candidate_memo: dict[tuple[Any, ...], dict[str, float]] | None = None
+        self.qvec_memo: dict[str, np.ndarray] | None = None
         self.load_ms = self._warm()
+
+    def reuse_candidates(self, on: bool = True) -> None:
+        self.candidate_memo = {} if on else None
+        self.qvec_memo = {} if on else None
+
+    def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
+        """The query processor for a retrieval config (normalisation, expansion, synonyms), built once."""
+        key = (r.normalise, r.expansion, r.synonyms, r.max_query_chars)
+        proc = self._processors.get(key)
+        if proc is None:
+            proc = self._processors[key] = QueryProcessor(
+                self.version.keywords, load_synonyms(r.synonyms), normalise=r.normalise, expansion=r.expansion,
+                max_chars=r.max_query_chars,
+            )
+        return proc
 
     @cached_property
     def term_index(self) -> TermIndex:
@@ -116,9 +130,10 @@ class Retriever:
             out.append({i: 1.0 - float(d) for i, d in zip(ids, dists)})
         return out
 
-    def header_run(self, text: str, n: int, mask: np.ndarray | None = None) -> dict[str, float]:
+    def header_run(self, text: str, n: int, mask: np.ndarray | None = None, threshold: float | None = None) -> dict[str, float]:
         run: dict[str, float] = {}
-        for m in self.headers.mentions(text, self.cfg.retrieval.header_threshold, limit=n):
+        th = self.cfg.retrieval.header_threshold if threshold is None else threshold
+        for m in self.headers.mentions(text, th, limit=n):
             for row in m.rows:
                 if mask is not None and not mask[row]:
                     continue
@@ -134,18 +149,26 @@ class Retriever:
     ) -> Runs:
         runs: Runs = {}
         active = self._active_sources(r)
-        if "bm25" in active:
+        mkey = None if mask is None else id(mask)  # masks are memoised per Filters, so ids are stable
+        plans = (
+            ("bm25", (pq.bm25_text, r.candidates, mkey), lambda: self.bm25_run(pq.bm25_text, r.candidates, mask)),
+            ("vector", (pq.text, r.candidates, mkey),
+             lambda: self.vector_runs(qvec[None, :], r.candidates, mask)[0]),  # type: ignore[index]
+            ("header", (pq.text, r.candidates, r.header_threshold, mkey),
+             lambda: self.header_run(pq.text, r.candidates, mask, r.header_threshold)),
+        )
+        for source, key, compute in plans:
+            if source not in active or (source == "vector" and qvec is None):
+                continue
             t0 = time.perf_counter()
-            runs["bm25"] = self.bm25_run(pq.bm25_text, r.candidates, mask)
-            t["bm25"] = (time.perf_counter() - t0) * 1000
-        if "vector" in active and qvec is not None:
-            t0 = time.perf_counter()
-            runs["vector"] = self.vector_runs(qvec[None, :], r.candidates, mask)[0]
-            t["vector"] = (time.perf_counter() - t0) * 1000
-        if "header" in active:
-            t0 = time.perf_counter()
-            runs["header"] = self.header_run(pq.text, r.candidates, mask)
-            t["header"] = (time.perf_counter() - t0) * 1000
+            memo_key = (source, *key)
+            run = self.candidate_memo.get(memo_key) if self.candidate_memo is not None else None
+            if run is None:
+                run = compute()
+                if self.candidate_memo is not None:
+                    self.candidate_memo[memo_key] = run
+            runs[source] = run
+            t[source] = (time.perf_counter() - t0) * 1000
         return runs
 
     # ---- fusion and shaping --------------------------------------------------
@@ -206,7 +229,7 @@ class Retriever:
             rows = [x for x in m.rows if mask is None or mask[x]]
             if rows:
                 return rows[0]
-        sub = self.processor.process(entity)
+        sub = self.processor_for(r).process(entity)
         vec = self.embedder.encode_queries([sub.text])[0] if "vector" in self._active_sources(r) else None
         runs = self.candidate_runs(sub, vec, r, mask, {})
         fused = self.fuse_runs(runs, r)
@@ -270,7 +293,7 @@ class Retriever:
         hops = r.max_hops if max_hops is None else max_hops
         t: dict[str, float] = {}
         t0 = time.perf_counter()
-        pq = self.processor.process(query)
+        pq = self.processor_for(r).process(query)
         key = self._cache_key(pq, r, k, filters) + (hops,)
         if use_cache:
             hit = self.cache.get(key)
@@ -279,7 +302,11 @@ class Retriever:
         mask = self._mask(filters)
         if qvec is None and "vector" in self._active_sources(r):
             t1 = time.perf_counter()
-            qvec = self.embedder.encode_queries([pq.text])[0]
+            qvec = self.qvec_memo.get(pq.text) if self.qvec_memo is not None else None
+            if qvec is None:
+                qvec = self.embedder.encode_queries([pq.text])[0]
+                if self.qvec_memo is not None:
+                    self.qvec_memo[pq.text] = qvec
             t["embed"] = (time.perf_counter() - t1) * 1000
         runs = self.candidate_runs(pq, qvec, r, mask, t)
         t1 = time.perf_counter()
@@ -308,11 +335,18 @@ class Retriever:
     ) -> list[RetrievalResult]:
         """Many queries with one batched query-embedding call (what evaluation uses)."""
         r = retrieval or self.cfg.retrieval
-        processed = [self.processor.process(q) for q in queries]
+        processed = [self.processor_for(r).process(q) for q in queries]
         vecs: np.ndarray | None = None
         if "vector" in self._active_sources(r):
             t0 = time.perf_counter()
-            vecs = self.embedder.encode_queries([p.text for p in processed])
+            texts = [p.text for p in processed]
+            if self.qvec_memo is not None:
+                todo = list(dict.fromkeys(t for t in texts if t not in self.qvec_memo))
+                if todo:
+                    self.qvec_memo.update(zip(todo, self.embedder.encode_queries(todo)))
+                vecs = np.vstack([self.qvec_memo[t] for t in texts]) if texts else None
+            else:
+                vecs = self.embedder.encode_queries(texts)
             per = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
         out = []
         for i, q in enumerate(queries):

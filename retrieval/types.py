@@ -41,6 +41,7 @@ class Document:
     markdown: str
     metadata: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    extractor: str = ""  # the extraction settings + version that produced it (a change re-extracts)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

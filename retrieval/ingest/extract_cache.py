@@ -28,7 +28,8 @@ class ExtractCache:
             d = json.loads(row[0])
         except json.JSONDecodeError:
             return None
-        return Document(doc_id=doc_id, sha256=sha, format=d["format"], markdown=d["markdown"], metadata=d["metadata"], warnings=d["warnings"])
+        return Document(doc_id=doc_id, sha256=sha, format=d["format"], markdown=d["markdown"], metadata=d["metadata"],
+                        warnings=d["warnings"], extractor=extractor)
 
     def put(self, doc: Document, extractor: str) -> None:
         body = json.dumps({"format": doc.format, "markdown": doc.markdown, "metadata": doc.metadata, "warnings": doc.warnings})

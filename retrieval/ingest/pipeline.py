@@ -167,7 +167,7 @@ class IngestPipeline:
             for src in found.docs:
                 seen.add(src.doc_id)
                 old = prev_docs.get(src.doc_id)
-                if old is not None and old.sha256 == src.sha256:
+                if old is not None and old.sha256 == src.sha256 and old.extractor == extractor_key(self.cfg, src):
                     reused.append(old)
                 else:
                     to_extract.append(src)
@@ -409,6 +409,19 @@ BatchMapper = Callable[[RagrigConfig, list[list[SourceDoc]]], Iterable[tuple[lis
 
 
 _EXTRACTORS: dict[tuple[str, str], Extractor] = {}
+
+
+def _extractor(cfg: RagrigConfig) -> Extractor:
+    key = (cfg.corpus.markdown_extractor, cfg.corpus.pdf_pipeline)
+    extractor = _EXTRACTORS.get(key)
+    if extractor is None:
+        extractor = _EXTRACTORS[key] = Extractor(*key)
+    return extractor
+
+
+def extractor_key(cfg: RagrigConfig, src: SourceDoc) -> str:
+    """What produced a document's Markdown; a stored document with another key is re-extracted."""
+    return "beir:v1" if src.format == "beir" else _extractor(cfg).cache_key
 _EXTRACT_CACHES: dict[str, ExtractCache] = {}
 
 
@@ -418,10 +431,7 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
     A plain function of (config, batch) so Prefect can map it over batches on any task runner,
     Dask workers in other processes included; each process keeps one extractor and cache connection.
     """
-    key = (cfg.corpus.markdown_extractor, cfg.corpus.pdf_pipeline)
-    extractor = _EXTRACTORS.get(key)
-    if extractor is None:
-        extractor = _EXTRACTORS[key] = Extractor(*key)
+    extractor = _extractor(cfg)
     cache_path = Layout(cfg).extract_cache
     cache = _EXTRACT_CACHES.get(str(cache_path))
     if cache is None:
@@ -436,6 +446,7 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
                 docs.append(cached)
                 continue
             doc = extractor.extract(src)
+            doc.extractor = extractor_key(cfg, src)
             if src.format != "beir":
                 cache.put(doc, ckey)
             docs.append(doc)
