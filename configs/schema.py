@@ -45,7 +45,7 @@ class CorpusConfig(Strict):
 
 
 class ChunkingConfig(Strict):
-    max_header_level: int = Field(3, ge=2, le=4)
+    max_header_level: int = Field(4, ge=2, le=4)
     max_tokens: int | None = Field(None, ge=16, description="default: the embedding model's window")
     frontmatter: bool = True
     drop_empty_sections: bool = True

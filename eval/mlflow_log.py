@@ -13,6 +13,8 @@ import os
 import re
 import subprocess
 import tempfile
+import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ def safe_params(flat: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=1)
 def git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -87,7 +90,9 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
 
 def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
                tags: dict[str, str] | None = None, plots: bool = True) -> str:
-    """One MLflow run for one evaluation; returns the run id."""
+    """One MLflow run for one evaluation; returns the run id. Params, metrics and tags go in one batch.
+    ``plots=False`` (sweep children; the parent has the sweep's plots) also skips the per-query MLflow table:
+    report.json and per_query.csv still hold every row."""
     import mlflow
     import pandas as pd
 
@@ -106,12 +111,9 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
             "testset.sha256": report.testset_sha256 or "",
             "git.commit": git_commit(),
         })
-        items = list(params.items())
-        for i in range(0, len(items), 90):
-            mlflow.log_params(dict(items[i : i + 90]))
-        mlflow.set_tags({k: scrub(str(v), secrets) for k, v in {
+        run_tags = {k: scrub(str(v), secrets) for k, v in {
             "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}", **(tags or {})
-        }.items()})
+        }.items()}
         metrics = {metric_name(k): v for k, v in report.overall.items()}
         for tag, vals in report.per_tag.items():
             for k in ("ndcg@10", "recall@10", "mrr@10", "hit_rate@5"):
@@ -123,13 +125,27 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
             metrics[metric_name(k)] = v
         for k, v in report.ragas.items():
             metrics[metric_name(f"ragas.{k}")] = v
-        mlflow.log_metrics(metrics)
+        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.tracking import MlflowClient
+
+        stamp = int(time.time() * 1000)
+        plist = [Param(k, v) for k, v in params.items()]
+        client = MlflowClient()
+        client.log_batch(  # MLflow takes at most 100 params per batch
+            run.info.run_id,
+            metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()],
+            params=plist[:100],
+            tags=[RunTag(k, v) for k, v in run_tags.items()],
+        )
+        for i in range(100, len(plist), 100):
+            client.log_batch(run.info.run_id, params=plist[i : i + 100])
         rows = [{"id": r["id"], "query": scrub(r["query"], secrets), "tags": ",".join(r["tags"]),
                  **{k: r["metrics"][k] for k in ("ndcg@10", "recall@10", "mrr@10", "precision@5")},
                  "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"])}
                 for r in report.per_query]
         df = pd.DataFrame(rows)
-        mlflow.log_table(df, artifact_file="per_query.json")
+        if plots:
+            mlflow.log_table(df, artifact_file="per_query.json")
         with tempfile.TemporaryDirectory() as tmp:
             t = Path(tmp)
             df.to_csv(t / "per_query.csv", index=False)

@@ -110,8 +110,6 @@ def score_results(
             "normalized": res.normalized,
             "expansions": res.expansions,
             "top": top,
-            "run": {h.chunk_id: float(len(res.hits) - i) for i, h in enumerate(res.hits)},
-            "docs": [h.doc_id for h in res.hits],
         })
     overall = mean_metrics(metric_rows)
     per_tag = {t: {**mean_metrics(v), "n": float(len(v))} for t, v in sorted(by_tag.items())}

@@ -23,7 +23,7 @@ def write(tmp_path: Path, text: str, name: str = "cfg.yaml") -> Path:
 def test_defaults_load():
     cfg = load_config()
     assert isinstance(cfg, RagrigConfig)
-    assert cfg.chunking.max_header_level == 3
+    assert cfg.chunking.max_header_level == 4
     assert cfg.chunking.max_tokens is None
     assert cfg.retrieval.fusion.rrf_k == 60.0
     assert cfg.index.keep_versions == 3

@@ -148,7 +148,7 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
     assert params["index.version"] == "v000001"
     assert params["testset.sha256"] == hashlib.sha256(testset.read_bytes()).hexdigest()
     assert params["testset.name"] == "tiny-rules"
-    assert params["retrieval.fusion.rrf_k"] == "60.0" and params["chunking.max_header_level"] == "3"
+    assert params["retrieval.fusion.rrf_k"] == "60.0" and params["chunking.max_header_level"] == "4"
     assert params["index.name"] == "***"
     assert metrics["ndcg_at_10"] == pytest.approx(report.overall["ndcg@10"])
     assert metrics["recall_at_100"] == pytest.approx(report.overall["recall@100"])
