@@ -5,7 +5,7 @@ retrieval of the item text as the fallback. New chunks are tagged with their hop
 last places of the context window (``retrieval.top_k``), in the order the judge asked for them: the
 query's own best hits keep their ranks, and a hop that fetched something useless costs only the tail.
 (Placing them right after the chunk that named them cost single-hop nDCG@10 0.881 -> 0.865 on SRD;
-see docs/retrieval.md.)
+see docs/results.md.)
 """
 
 from __future__ import annotations
