@@ -46,7 +46,8 @@ class TermIndex:
         rows: dict[str, set[str]] = defaultdict(set)
         canonical = self.normalizer.canonical
         for c in retriever.chunks:
-            if c.level == 0 or c.part > 1 or not c.header_path:
+            # a document's own title (level 1) names the whole document, not a rule worth a hop
+            if c.level <= 1 or c.part > 1 or not c.header_path:
                 continue
             for key in mine_terms([c.header_path[-1]]):
                 if key in canonical and canonical[key] in followable:
@@ -139,10 +140,11 @@ def multi_hop(retriever: Retriever, first: RetrievalResult, r: RetrievalConfig, 
 def place(hits: list[Hit], added: list[tuple[Hit, str | None]], window: int) -> list[Hit]:
     """Put the new hits in the last places of the context window, after the hits of earlier hops (a chunk
     already ranked lower moves up instead of appearing twice); the hop-0 hits they displace keep their
-    order after them."""
+    order after them. At least half the window stays with hop-0 hits."""
     moving = {h.chunk_id for h, _ in added}
     rest = [h for h in hits if h.chunk_id not in moving]
     hopped = [h for h in rest[:window] if h.hop > 0]
     first = [h for h in rest if h.hop == 0]
-    keep = max(0, window - len(hopped) - len(added))
+    # hops never take more than half the window: the query's own best hits stay in front
+    keep = max(window - len(hopped) - len(added), min(len(first), (window + 1) // 2))
     return first[:keep] + hopped + [h for h, _ in added] + first[keep:] + [h for h in rest[window:] if h.hop > 0]
