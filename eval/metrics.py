@@ -31,7 +31,8 @@ def touched(item: Ranked, targets: Sequence[Target]) -> list[int]:
 
 
 def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequence[int]) -> dict[str, float]:
-    """All metrics at every k for one query, keyed like ``ndcg@10``."""
+    """All metrics at every k for one query, keyed like ``ndcg@10``. ``ranking`` items need ``doc_id``,
+    ``start`` and ``end`` (a ``Ranked`` or a retrieval ``Hit``)."""
     if not targets:
         raise ValueError("a query needs at least one expected section")
     n_rel = len(targets)
@@ -42,8 +43,12 @@ def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequ
     new_gain: list[float] = []
     new_count: list[int] = []
     seen: set[int] = set()
+    by_doc: dict[str, list[int]] = {}
+    for j, t in enumerate(targets):
+        by_doc.setdefault(t.doc_id, []).append(j)
     for item in ranking[:kmax]:
-        hit = touched(item, targets)
+        js = by_doc.get(item.doc_id)
+        hit = [j for j in js if targets[j].start < item.end and item.start < targets[j].end] if js else []
         rel_flags.append(bool(hit))
         fresh = [j for j in hit if j not in seen]
         seen.update(fresh)

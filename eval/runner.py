@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from configs.schema import RagrigConfig
-from eval.metrics import Ranked, mean_metrics, query_metrics
+from eval.metrics import mean_metrics, query_metrics
 from eval.relevance import Target, resolve_testset
 from eval.testset import TestSet
 from retrieval.results import RetrievalResult
@@ -74,10 +74,6 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def _ranking(res: RetrievalResult) -> list[Ranked]:
-    return [Ranked(h.doc_id, h.start, h.end) for h in res.hits]
-
-
 def score_results(
     ts: TestSet, targets: dict[str, list[Target]], results: dict[str, RetrievalResult], ks: list[int]
 ) -> tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]:
@@ -87,7 +83,7 @@ def score_results(
     for case in ts.cases:
         res = results[case.id]
         tg = targets[case.id]
-        m = query_metrics(_ranking(res), tg, ks)
+        m = query_metrics(res.hits, tg, ks)
         metric_rows.append(m)
         for tag in case.tags or ["untagged"]:
             by_tag.setdefault(tag, []).append(m)

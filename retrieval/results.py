@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class SourceScore:
     rank: int  # 1-based rank within that source's candidates
     score: float

@@ -23,7 +23,7 @@ from retrieval.bm25 import Bm25Index
 from retrieval.cache import QueryCache
 from retrieval.embedding import Embedder, model_id
 from retrieval.filters import Filters
-from retrieval.fusion import fuse, max_score, minmax
+from retrieval.fusion import fuse, max_score, minmax, order
 from retrieval.header_index import HeaderIndex
 from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
 from retrieval.results import Hit, RetrievalResult, SourceScore
@@ -184,8 +184,16 @@ class Retriever:
         f = r.fusion
         present = {s: run for s, run in runs.items() if run}
         if f.method == "rrf":
-            fused = fuse(present, "rrf", k=f.rrf_k, weights=f.weights)
             top = max_score("rrf", list(present), f.weights, f.rrf_k)
+            if self.candidate_memo is not None:  # sweeps: ranks are memoised per run, skip re-sorting
+                acc: dict[str, float] = {}
+                for source, run in present.items():
+                    w = float(f.weights.get(source, 0.0))
+                    if w:
+                        for cid, rank in self._ranks(run).items():
+                            acc[cid] = acc.get(cid, 0.0) + w / (f.rrf_k + rank)
+                return [(i, v / top) for i, v in order(acc)]
+            fused = fuse(present, "rrf", k=f.rrf_k, weights=f.weights)
             return [(i, s / top) for i, s in fused]
         fused = fuse(present, "weighted", weights=f.weights, normalization=f.normalization)
         scaled = minmax(dict(fused))
@@ -204,11 +212,12 @@ class Retriever:
 
     def _hit(self, row: int, score: float, runs: Runs, ranks: dict[str, dict[str, int]]) -> Hit:
         c = self.chunks[row]
-        sources = {
-            s: SourceScore(rank=ranks[s][c.chunk_id], score=float(runs[s][c.chunk_id]))
-            for s in runs
-            if c.chunk_id in ranks.get(s, {})
-        }
+        cid = c.chunk_id
+        sources = {}
+        for s, run in runs.items():
+            rank = ranks[s].get(cid)
+            if rank is not None:
+                sources[s] = SourceScore(rank, float(run[cid]))
         return Hit(
             chunk_id=c.chunk_id, doc_id=c.doc_id, header_path=list(c.header_path), text=c.text, score=float(score),
             sources=sources, start=c.start, end=c.end, tokens=c.tokens,
@@ -227,7 +236,7 @@ class Retriever:
             row = self.row[cid]
             if r.dedup:
                 keys = self.dedup_keys[row]
-                if any(k in seen for k in keys):
+                if not seen.isdisjoint(keys):
                     continue
                 seen.update(keys)
             hits.append(self._hit(row, score, runs, ranks))
@@ -305,6 +314,7 @@ class Retriever:
     def search(
         self, query: str, *, top_k: int | None = None, filters: Filters | None = None, qvec: np.ndarray | None = None,
         retrieval: RetrievalConfig | None = None, use_cache: bool = True, max_hops: int | None = None,
+        processed: ProcessedQuery | None = None,
     ) -> RetrievalResult:
         """Hybrid retrieval for one query; ``max_hops`` (default: retrieval.max_hops) > 0 adds multi-hop."""
         r = retrieval or self.cfg.retrieval
@@ -312,8 +322,8 @@ class Retriever:
         hops = r.max_hops if max_hops is None else max_hops
         t: dict[str, float] = {}
         t0 = time.perf_counter()
-        pq = self.processor_for(r).process(query)
-        key = self._cache_key(pq, r, k, filters) + (hops,)
+        pq = processed or self.processor_for(r).process(query)
+        key = self._cache_key(pq, r, k, filters) + (hops,) if use_cache else None
         if use_cache:
             hit = self.cache.get(key)
             if hit is not None:
@@ -375,7 +385,8 @@ class Retriever:
         try:
             for i, q in enumerate(queries):
                 res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
-                                  use_cache=False, max_hops=None if max_hops is None else max_hops[i])
+                                  use_cache=False, max_hops=None if max_hops is None else max_hops[i],
+                                  processed=processed[i])
                 if vecs is not None:
                     res.timings_ms["embed"] = per
                 out.append(res)

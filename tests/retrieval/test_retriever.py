@@ -259,3 +259,22 @@ def test_section_expansion_brings_small_siblings_within_the_budget(indexed):
     # in document order, skipping what does not fit
     rows = [r.row[h.chunk_id] for h in added]
     assert rows == sorted(rows)
+
+
+@pytest.mark.parametrize("method", ["rrf", "weighted"])
+def test_reused_candidates_give_the_same_results(indexed, method):
+    """Sweeps memoise candidates, ranks and query vectors: results must be identical to a plain search."""
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"fusion": cfg.retrieval.fusion.model_copy(update={"method": method})})
+    queries = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke"]
+    plain = r.search_many(queries, top_k=8, retrieval=rc)
+    r.reuse_candidates(True)
+    try:
+        first = r.search_many(queries, top_k=8, retrieval=rc)
+        again = r.search_many(queries, top_k=8, retrieval=rc)  # served from the memo
+    finally:
+        r.reuse_candidates(False)
+    for a, b, c in zip(plain, first, again):
+        assert [(h.chunk_id, round(h.score, 12)) for h in a.hits] == [(h.chunk_id, round(h.score, 12)) for h in b.hits]
+        assert [(h.chunk_id, round(h.score, 12)) for h in b.hits] == [(h.chunk_id, round(h.score, 12)) for h in c.hits]
+        assert [h.sources for h in a.hits] == [h.sources for h in c.hits]
