@@ -321,6 +321,27 @@ def print_sweep(result: dict[str, Any]) -> None:
         print(f"mlflow parent run: {result['parent_run_id']}")
 
 
+def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from retrieval.store.health import check_index
+
+    h = check_index(cfg, all_versions=args.verbose)
+    _write_json(args.output_json, h.to_dict())
+    print(f"index {h.index_key} ({h.index_dir})")
+    if h.current is None:
+        print("  no published version: run `ragrig ingest`")
+        return 1
+    for v in h.versions:
+        mark = "current" if v.current else "kept"
+        state = "ok" if v.ok else "INCONSISTENT"
+        print(f"  {v.version} ({mark}): {v.documents} documents, {v.chunks} chunks, model {v.model_id}: {state}")
+        for p in v.problems:
+            print(f"    - {p}")
+    for name in h.leftovers:
+        print(f"  leftover from an interrupted ingest (swept by the next one): {name}")
+    print("healthy" if h.ok else "UNHEALTHY")
+    return 0 if h.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -397,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("health", help="published versions, counts, model, and cross-store consistency checks")
+    _common(p)
+    p.add_argument("-v", "--verbose", action="store_true", help="check every kept version, not only the current one")
+    p.add_argument("--output-json", metavar="FILE")
+    p.set_defaults(func=cmd_health)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)

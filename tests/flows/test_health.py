@@ -1,0 +1,70 @@
+"""`ragrig health`: consistent stores pass; each kind of inconsistency is found and exits 1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flows.cli import main
+from retrieval.ingest.pipeline import IngestPipeline
+from retrieval.store.health import check_index
+from retrieval.store.version import IndexVersion
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "a.md": "# Alpha\n\n## Moving\n\nMove six inches.\n\n## Charging\n\nCharge into engagement range.\n",
+    "b.md": "# Beta\n\n## Shooting\n\nRoll attack dice against a visible target.\n",
+}
+
+
+@pytest.fixture
+def indexed(tmp_path, write_files, make_config, embedder):
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    cfg = make_config(corpus)
+    pipe = IngestPipeline(cfg)
+    pipe.embedder = embedder
+    assert pipe.run().published
+    return cfg, corpus
+
+
+def sets(corpus) -> list[str]:
+    return ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+
+
+def test_healthy_index_passes(indexed, capsys):
+    cfg, corpus = indexed
+    h = check_index(cfg)
+    assert h.ok and [v.version for v in h.versions] == ["v000001"] and h.versions[0].chunks == 3
+    assert main(["health", *sets(corpus)]) == 0
+    assert "healthy" in capsys.readouterr().out
+
+
+def test_missing_chroma_vector_is_found(indexed, capsys):
+    cfg, corpus = indexed
+    v = IndexVersion.current(cfg)
+    v.collection().delete(ids=["a.md#1"])
+    h = check_index(cfg)
+    assert not h.ok and "Chroma ids differ from the chunks table: 1 missing, 0 extra" in h.versions[0].problems
+    assert main(["health", *sets(corpus)]) == 1
+    assert "INCONSISTENT" in capsys.readouterr().out
+
+
+def test_duplicated_and_miscounted_chunks_are_found(indexed):
+    cfg, _ = indexed
+    v = IndexVersion.current(cfg)
+    table = v.dir / "chunks.jsonl"
+    lines = table.read_text().splitlines()
+    table.write_text("\n".join(lines + [lines[0]]) + "\n")
+    problems = check_index(cfg).versions[0].problems
+    assert any("duplicate chunk ids" in p for p in problems)
+    assert any("manifest says 3 chunks, the table has 4" in p for p in problems)
+    assert any("BM25 index has 3 documents" in p for p in problems)
+
+
+def test_no_index_is_unhealthy(tmp_path, make_config, capsys):
+    corpus = tmp_path / "empty"
+    corpus.mkdir()
+    assert main(["health", *sets(corpus)]) == 1
+    assert "no published version" in capsys.readouterr().out
