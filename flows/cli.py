@@ -342,6 +342,25 @@ def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0 if h.ok else 1
 
 
+def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from retrieval.embedding import Embedder
+    from retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
+
+    if args.folder:
+        cfg = load_config(args.config, [*args.overrides, f"corpus.path={Path(args.folder).resolve()}"])
+    count = window = None
+    if not args.no_tokens:
+        emb = Embedder(cfg.embedding)
+        count, window = emb.count_tokens, emb.window
+    report = validate_corpus(cfg, count, window)
+    _write_json(args.output_json, report.to_dict())
+    for f in report.findings:
+        print(f"{f.level:7s} {f.doc_id}: {f.message}")
+    print(f"{report.files} files: {report.count(ERROR)} errors, {report.count(WARNING)} warnings, "
+          f"{report.count(INFO)} notes")
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -424,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="check every kept version, not only the current one")
     p.add_argument("--output-json", metavar="FILE")
     p.set_defaults(func=cmd_health)
+
+    p = sub.add_parser("validate", help="check a corpus before ingesting it (writes nothing)")
+    _common(p)
+    p.add_argument("folder", nargs="?", help="the corpus folder (default: corpus.path)")
+    p.add_argument("--no-tokens", action="store_true", help="skip the model-window check (no tokenizer load)")
+    p.add_argument("--output-json", metavar="FILE")
+    p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)
