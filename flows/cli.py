@@ -361,6 +361,24 @@ def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_reset(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from retrieval.store.reset import plan_reset, reset
+
+    plan, chunk_shas, doc_shas = plan_reset(cfg)
+    if not plan.exists:
+        print(f"nothing to reset: no index at {plan.index_dir}")
+        return 0
+    what = (f"index {plan.index_dir} ({len(plan.versions)} versions, collections {', '.join(plan.collections) or '-'}), "
+            f"cache entries used by no other index: up to {len(chunk_shas)} embeddings, {len(doc_shas)} extractions")
+    if not args.yes:
+        print(f"would remove {what}\nrun again with --yes to remove it")
+        return 2
+    done = reset(cfg)
+    print(f"removed {done.index_dir}: {len(done.versions)} versions, {done.embedding_rows} cached embeddings, "
+          f"{done.extract_rows} cached extractions")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -450,6 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tokens", action="store_true", help="skip the model-window check (no tokenizer load)")
     p.add_argument("--output-json", metavar="FILE")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("reset", help="remove this config's index and the cache entries only it uses")
+    _common(p)
+    p.add_argument("--yes", action="store_true", help="really remove (without it: show what would go, exit 2)")
+    p.set_defaults(func=cmd_reset)
 
     p = sub.add_parser("import-beir", help="turn BEIR queries + qrels into a YAML test set")
     _common(p)

@@ -1,0 +1,95 @@
+"""Remove one config's index (all its versions and Chroma collections) and the cache entries only it
+uses. Entries another index under the same home still uses are kept; nothing else is touched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from configs.schema import RagrigConfig
+from retrieval.store.layout import Layout, ingest_lock
+from retrieval.store.version import CHUNKS, DOCUMENTS, iter_jsonl
+
+
+@dataclass
+class ResetPlan:
+    index_dir: Path
+    exists: bool
+    versions: list[str] = field(default_factory=list)
+    collections: list[str] = field(default_factory=list)
+    embedding_rows: int = 0
+    extract_rows: int = 0
+
+
+def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
+    chunks, docs = set(), set()
+    vdir = index_dir / "versions"
+    if vdir.is_dir():
+        for v in vdir.iterdir():
+            if (v / CHUNKS).is_file():
+                chunks.update(d["sha256"] for d in iter_jsonl(v / CHUNKS))
+            if (v / DOCUMENTS).is_file():
+                docs.update(d["sha256"] for d in iter_jsonl(v / DOCUMENTS))
+    return chunks, docs
+
+
+def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
+    layout = Layout(cfg)
+    plan = ResetPlan(layout.index_dir, layout.index_dir.exists())
+    if not plan.exists:
+        return plan, set(), set()
+    plan.versions = layout.published_versions()
+    plan.collections = [layout.collection_name(v) for v in plan.versions]
+    mine_chunks, mine_docs = _shas(layout.index_dir)
+    for other in (layout.home / "indexes").iterdir():
+        if other != layout.index_dir and other.is_dir():
+            c, d = _shas(other)
+            mine_chunks -= c
+            mine_docs -= d
+    return plan, mine_chunks, mine_docs
+
+
+def _delete_rows(db: Path, sql: str, keys: set[str]) -> int:
+    if not db.exists() or not keys:
+        return 0
+    con = sqlite3.connect(db, timeout=60)
+    try:
+        n = 0
+        items = sorted(keys)
+        for i in range(0, len(items), 900):
+            part = items[i : i + 900]
+            n += con.execute(sql.format(",".join("?" * len(part))), part).rowcount
+        con.commit()
+        return n
+    finally:
+        con.close()
+
+
+def reset(cfg: RagrigConfig) -> ResetPlan:
+    from retrieval.store import chroma_store
+
+    plan, chunk_shas, doc_shas = plan_reset(cfg)
+    if not plan.exists:
+        return plan
+    layout = Layout(cfg)
+    with ingest_lock(layout.lock_file):
+        if cfg.index.chroma.mode == "http":
+            client = chroma_store.chroma_client(cfg.index.chroma, layout.chroma_dir)
+            for name in chroma_store.list_collections(client):
+                if name.startswith(f"{layout.key}-"):
+                    chroma_store.delete_collection(client, name)
+        plan.embedding_rows = _delete_rows(layout.embedding_cache, "DELETE FROM vectors WHERE sha IN ({})", chunk_shas)
+        plan.extract_rows = _delete_rows(layout.extract_cache, "DELETE FROM docs WHERE sha IN ({})", doc_shas)
+    shutil.rmtree(layout.index_dir)
+    from retrieval.store.chroma_store import _CLIENTS
+
+    _CLIENTS.pop(("embedded", str(layout.chroma_dir)), None)
+    return plan
+
+
+def describe(plan: ResetPlan) -> str:
+    return json.dumps({"index_dir": str(plan.index_dir), "versions": plan.versions, "collections": plan.collections,
+                       "embedding_rows": plan.embedding_rows, "extract_rows": plan.extract_rows})

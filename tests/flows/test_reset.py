@@ -1,0 +1,43 @@
+"""`ragrig reset --yes` removes one config's index and the cache entries only it uses, nothing else."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from flows.cli import main
+from retrieval.ingest.pipeline import IngestPipeline
+from retrieval.store.layout import Layout
+
+pytestmark = pytest.mark.slow
+
+SHARED = "# Shared\n\n## Same\n\nThis section is in both corpora.\n"
+
+
+def rows(db, table):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embedder, capsys):
+    a = write_files(tmp_path / "a", {"s.md": SHARED, "only-a.md": "# A\n\n## Alone\n\nOnly in corpus a.\n"})
+    b = write_files(tmp_path / "b", {"s.md": SHARED})
+    cfg_a, cfg_b = make_config(a), make_config(b)
+    for cfg in (cfg_a, cfg_b):
+        pipe = IngestPipeline(cfg)
+        pipe.embedder = embedder
+        assert pipe.run().published
+    la, lb = Layout(cfg_a), Layout(cfg_b)
+    assert rows(la.embedding_cache, "vectors") == 2
+    args = ["reset", "--set", f"corpus.path={a}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+    assert main(args) == 2 and la.index_dir.exists()  # without --yes: only says what would go
+    assert "would remove" in capsys.readouterr().out
+    assert main([*args, "--yes"]) == 0
+    assert not la.index_dir.exists() and lb.index_dir.exists()
+    assert rows(la.embedding_cache, "vectors") == 1  # the shared section's vector stays: b still uses it
+    assert main(["health", "--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]) == 0
+    assert main([*args, "--yes"]) == 0 and "nothing to reset" in capsys.readouterr().out
