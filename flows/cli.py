@@ -66,7 +66,7 @@ def cmd_ingest(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     if args.no_prefect:
         from retrieval.ingest.pipeline import IngestPipeline
 
-        stats = IngestPipeline(cfg, force=args.force, progress=not args.quiet).run().to_dict()
+        stats = IngestPipeline(cfg, force=args.force, progress=not args.quiet).run(wait_s=args.wait).to_dict()
     else:
         from flows.ingest import run_ingest
 
