@@ -47,6 +47,12 @@ def _quiet_env(cfg: RagrigConfig) -> None:
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 
 
+def _prefect_home() -> None:
+    """Prefect's ephemeral API needs its home to exist; created only when a flow is about to run, so a
+    command that fails validation writes nothing."""
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+
+
 def _write_json(path: str | None, obj: Any) -> None:
     if path:
         p = Path(path)
@@ -70,6 +76,7 @@ def cmd_ingest(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     else:
         from flows.ingest import run_ingest
 
+        _prefect_home()
         stats = run_ingest(args.config, args.overrides, force=args.force, progress=not args.quiet, wait_s=args.wait)
     _write_json(args.output_json, stats)
     print_ingest(stats)
@@ -135,18 +142,23 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from flows.report import print_eval
 
+    from eval.testset import load_testset
+
+    paths = args.testset or cfg.eval.testsets
+    if not paths:
+        raise InputError("no test set: pass --testset FILE or set eval.testsets")
+    testsets = [load_testset(p) for p in paths]  # every test set validated before any work
     if args.no_prefect:
         from eval.mlflow_log import log_report
+        from eval.relevance import resolve_testset
         from eval.runner import evaluate
-        from eval.testset import load_testset
 
-        paths = args.testset or cfg.eval.testsets
-        if not paths:
-            raise InputError("no test set: pass --testset FILE or set eval.testsets")
         retriever = _retriever(cfg)
+        for ts in testsets:  # every expectation resolved against the index before anything is logged
+            resolve_testset(ts, retriever.version.documents_by_id)
         results = []
-        for p in paths:
-            report = evaluate(cfg, load_testset(p), retriever, repeats=args.repeats, max_hops=args.max_hops)
+        for ts in testsets:
+            report = evaluate(cfg, ts, retriever, repeats=args.repeats, max_hops=args.max_hops)
             d = report.to_dict()
             if cfg.mlflow.enabled:
                 d["mlflow_run_id"] = log_report(cfg, report, run_name=args.run_name)
@@ -154,6 +166,7 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     else:
         from flows.evaluate import evaluate_flow
 
+        _prefect_home()
         results = evaluate_flow(config_path=args.config, overrides=args.overrides, testsets=args.testset or None,
                                 repeats=args.repeats, run_name=args.run_name, max_hops=args.max_hops)
     for r in results:
@@ -282,6 +295,7 @@ def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     else:
         from flows.sweep import sweep_flow
 
+        _prefect_home()
         result = sweep_flow(sweep_path=args.sweep, overrides=args.overrides, progress=not args.quiet)
     print_sweep(result)
     _write_json(args.output_json, result)
@@ -488,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load_config(args.config, args.overrides)
+        from retrieval.query import load_synonyms
+
+        load_synonyms(cfg.retrieval.synonyms)  # a bad synonyms file fails every command up front
         _quiet_env(cfg)
         return int(args.func(args, cfg))
     except RagrigError as exc:

@@ -379,6 +379,7 @@ class IngestPipeline:
         from retrieval.store.layout import ingest_lock
 
         call: StageCall = stage or (lambda name, fn, *args: fn(*args))
+        corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written
         t0 = time.perf_counter()
         try:
             with ingest_lock(self.layout.lock_file, wait_s=wait_s):
