@@ -1,0 +1,102 @@
+"""A hostile corpus: each file is ingested correctly or recorded as failed with a reason; nothing else
+is lost; --max-failures decides when the run fails."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+import pytest
+
+from flows.cli import main
+from retrieval.ingest.pipeline import IngestPipeline
+from retrieval.store.version import IndexVersion
+
+pytestmark = pytest.mark.slow
+
+GOOD = "# Good\n\n## Rule\n\nA perfectly ordinary rule about moving.\n"
+
+
+def build(corpus):
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD)
+    (corpus / "empty.md").write_text("")
+    (corpus / "binary.md").write_bytes(bytes(range(256)) * 4)
+    (corpus / "latin1.md").write_bytes("# Caf\xe9\n\n## R\xe8gle\n\nTexte.\n".encode("latin-1"))
+    (corpus / "nested.md").write_text("".join(f"{'#' * (1 + i % 6)} H{i}\n\nbody {i}\n\n" for i in range(10_000)))
+    (corpus / "corrupt.docx").write_bytes(b"PK\x03\x04 this is not really a zip archive")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+    (corpus / "not-a-word-file.docx").write_bytes(buf.getvalue())
+    (corpus / "scripts.html").write_text(
+        "<html><head><script>alert('x')</script></head><body><h1>Page</h1><h2>Safe</h2>"
+        "<p>Visible text.</p><iframe src='http://example.invalid/'></iframe><script>steal()</script></body></html>"
+    )
+    os.symlink("loop.md", corpus / "loop.md")  # a symlink to itself
+    (corpus / "sub").mkdir()
+    os.symlink("..", corpus / "sub" / "up")  # a directory loop: never followed
+    os.symlink("/etc/hostname", corpus / "outside.md")  # resolves outside the corpus root
+    (corpus / "copy of good.md").write_text(GOOD)  # the same content under two paths
+    (corpus / "règles spéciales ☃.md").write_text("# Spécial\n\n## Règle ☃\n\nUnicode and spaces in the name.\n")
+
+
+def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder):
+    corpus = tmp_path / "corpus"
+    build(corpus)
+    cfg = make_config(corpus)
+    pipe = IngestPipeline(cfg)
+    pipe.embedder = embedder
+    stats = pipe.run()
+    failed = {f["doc_id"]: f["reason"] for f in stats.failures}
+    assert failed.keys() == {"empty.md", "binary.md", "latin1.md", "corrupt.docx", "not-a-word-file.docx", "loop.md",
+                             "outside.md"}, failed
+    assert failed["empty.md"] == "empty file"
+    assert "binary content" in failed["binary.md"] and "not valid UTF-8" in failed["latin1.md"]
+    assert "outside the corpus root" in failed["outside.md"] and "cannot resolve path" in failed["loop.md"]
+    assert "docling" in failed["corrupt.docx"]
+    v = IndexVersion.current(cfg)
+    docs = set(v.documents_by_id)
+    assert docs == {"good.md", "copy of good.md", "nested.md", "scripts.html", "règles spéciales ☃.md"}
+    html = v.documents_by_id["scripts.html"].markdown
+    assert "Visible text." in html and "alert" not in html and "steal" not in html and "iframe" not in html
+    nested = [c for c in v.chunks if c.doc_id == "nested.md"]
+    assert nested and all(v.documents_by_id["nested.md"].markdown[c.start:c.end] == c.text for c in nested)
+    assert stats.docs_failed == 7 and stats.published
+
+
+def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, monkeypatch):
+    import retrieval.ingest.pipeline as pl
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD)
+    (corpus / "gone.md").write_text("# Gone\n\n## Soon\n\nThis file disappears after discovery.\n")
+    real = pl.extract_sources
+
+    def vanish_then_extract(cfg, batch):
+        (corpus / "gone.md").unlink(missing_ok=True)
+        return real(cfg, batch)
+
+    monkeypatch.setattr(pl, "extract_sources", vanish_then_extract)
+    pipe = IngestPipeline(make_config(corpus))
+    pipe.embedder = embedder
+    stats = pipe.run()
+    assert [(f["doc_id"], f["stage"]) for f in stats.failures] == [("gone.md", "extract")]
+    assert "unreadable" in stats.failures[0]["reason"] and stats.published
+
+
+def test_max_failures_decides_the_exit_code(tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD)
+    (corpus / "empty.md").write_text("")
+    (corpus / "binary.md").write_bytes(b"\x00\x01")
+    args = ["ingest", "--no-prefect", "-q", "--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null",
+            "--output-json", str(tmp_path / "out.json")]
+    assert main([*args, "--max-failures", "2"]) == 0
+    assert main([*args, "--max-failures", "1"]) == 1
+    assert "2 documents failed (> --max-failures 1)" in capsys.readouterr().err
+    assert json.loads((tmp_path / "out.json").read_text())["docs_failed"] == 2
