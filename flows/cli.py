@@ -395,6 +395,9 @@ def cmd_reset(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
+    parser.add_argument("--log-json", action="store_true", help="structured logs: one JSON object per line on stderr")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="INFO: per-stage timings and counts; DEBUG: also per-query candidates and timings")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="ingest the corpus into a new index version (incremental)")
@@ -500,6 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from retrieval.logs import configure
+
+    configure(json_logs=args.log_json, level=args.log_level)
     try:
         cfg = load_config(args.config, args.overrides)
         from retrieval.query import load_synonyms

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ from retrieval.types import Chunk
 
 if TYPE_CHECKING:
     from retrieval.multihop import TermIndex
+
+log = logging.getLogger(__name__)
 
 Runs = dict[str, dict[str, float]]
 
@@ -68,6 +71,7 @@ class Retriever:
         self.candidate_memo: dict[tuple[Any, ...], dict[str, float]] | None = None
         self.qvec_memo: dict[str, np.ndarray] | None = None
         self._rank_memo: dict[int, tuple[dict[str, float], dict[str, int]]] = {}
+        self._last_dedup = 0
         self.load_ms = self._warm()
 
     def reuse_candidates(self, on: bool = True) -> None:
@@ -230,6 +234,7 @@ class Retriever:
         ranks = {s: self._ranks(run) for s, run in runs.items()}
         hits: list[Hit] = []
         seen: set[tuple[Any, ...]] = set()
+        self._last_dedup = 0
         for cid, score in fused:
             if score < r.min_relevance:
                 break
@@ -237,6 +242,7 @@ class Retriever:
             if r.dedup:
                 keys = self.dedup_keys[row]
                 if not seen.isdisjoint(keys):
+                    self._last_dedup += 1
                     continue
                 seen.update(keys)
             hits.append(self._hit(row, score, runs, ranks))
@@ -354,6 +360,11 @@ class Retriever:
             from retrieval.multihop import multi_hop
 
             result = multi_hop(self, result, r, k, hops)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("query %r: %d hits", pq.text[:80], len(result.hits), extra={"ragrig": {
+                "event": "retrieval.query", "version": self.version.version, "candidates": result.candidates,
+                "deduplicated": self._last_dedup, "hits": len(result.hits), "hops": len(result.hops),
+                "timings_ms": {k2: round(v, 3) for k2, v in result.timings_ms.items()}}})
         if use_cache:
             self.cache.put(key, result)
         return result

@@ -109,6 +109,12 @@ class IngestPipeline:
             yield
         finally:
             self.stats.seconds[stage] = round(self.stats.seconds.get(stage, 0.0) + time.perf_counter() - t0, 3)
+        st = self.stats
+        log.info("ingest stage %s: %.3f s", stage, self.stats.seconds[stage], extra={"ragrig": {
+            "event": "ingest.stage", "index": st.index_key, "stage": stage, "seconds": self.stats.seconds[stage],
+            "docs_seen": st.docs_seen, "docs_new": st.docs_new, "docs_changed": st.docs_changed,
+            "docs_removed": st.docs_removed, "docs_failed": st.docs_failed, "chunks": st.chunks,
+            "chunks_embedded": st.chunks_embedded, "chunks_cached": st.chunks_cached}})
         if self._hook:
             self._hook(f"after:{stage}")
 
