@@ -42,6 +42,8 @@ class CorpusConfig(Strict):
     markdown_extractor: Literal["docling", "plain"] = "docling"
     pdf_pipeline: Literal["auto", "layout", "native"] = "auto"
     max_file_mb: float = Field(50.0, gt=0)
+    max_doc_chars: int = Field(5_000_000, ge=1000, description="extracted text longer than this fails the document")
+    max_unzipped_mb: float = Field(200.0, gt=0, description="DOCX/PPTX whose parts unzip larger fail (zip bombs)")
 
 
 class ChunkingConfig(Strict):

@@ -77,12 +77,30 @@ def _promote_headings(markdown: str) -> str:
     return "".join(out) + markdown[pos:]
 
 
+def check_zip(data: bytes, max_bytes: int) -> None:
+    """Refuse an Office file whose parts would unzip beyond ``max_bytes`` (a zip bomb) before docling opens it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            total = sum(i.file_size for i in z.infolist())
+    except zipfile.BadZipFile as exc:
+        raise ExtractionError(f"not a valid Office file (bad zip: {exc})") from None
+    if total > max_bytes:
+        raise ExtractionError(
+            f"unzips to {total / 2**20:,.0f} MB > corpus.max_unzipped_mb ({max_bytes / 2**20:,.0f} MB): refused as a zip bomb"
+        )
+
+
 class Extractor:
     """Converts SourceDocs to Documents. Holds one docling converter per process (built lazily)."""
 
-    def __init__(self, markdown_extractor: str = "docling", pdf_pipeline: str = "auto") -> None:
+    def __init__(self, markdown_extractor: str = "docling", pdf_pipeline: str = "auto",
+                 max_doc_chars: int = 5_000_000, max_unzipped_mb: float = 200.0) -> None:
         self.markdown_extractor = markdown_extractor
         self.pdf_pipeline = pdf_pipeline
+        self.max_doc_chars = max_doc_chars
+        self.max_unzipped_bytes = int(max_unzipped_mb * 1024 * 1024)
         self._converter: Any = None
         self._lock = threading.Lock()
         self.native_pdf = pdf_pipeline == "native" or (
@@ -152,8 +170,12 @@ class Extractor:
             raise ExtractionError("empty file")
         warnings: list[str] = []
         meta: dict[str, Any] = {}
+        if src.format in ("docx", "pptx"):
+            check_zip(data, self.max_unzipped_bytes)
         if src.format == "md":
             text = _decode(data)
+            if len(text) > self.max_doc_chars:
+                raise ExtractionError(f"{len(text):,} characters > corpus.max_doc_chars ({self.max_doc_chars:,})")
             fm, body_start, fm_error = split_frontmatter(text)
             if fm_error:
                 warnings.append(fm_error)
@@ -171,6 +193,8 @@ class Extractor:
                 warnings.append(NATIVE_PDF_WARNING)
         if not markdown.strip():
             raise ExtractionError("no text extracted")
+        if len(markdown) > self.max_doc_chars:
+            raise ExtractionError(f"{len(markdown):,} characters extracted > corpus.max_doc_chars ({self.max_doc_chars:,})")
         meta["format"] = src.format
         return Document(
             doc_id=src.doc_id, sha256=src.sha256, format=src.format, markdown=markdown, metadata=meta, warnings=warnings

@@ -415,11 +415,12 @@ BatchMapper = Callable[[RagrigConfig, list[list[SourceDoc]]], Iterable[tuple[lis
 """Runs ``extract_sources(cfg, batch)`` for every batch and yields the results in batch order."""
 
 
-_EXTRACTORS: dict[tuple[str, str], Extractor] = {}
+_EXTRACTORS: dict[tuple[str, str, int, float], Extractor] = {}
 
 
 def _extractor(cfg: RagrigConfig) -> Extractor:
-    key = (cfg.corpus.markdown_extractor, cfg.corpus.pdf_pipeline)
+    c = cfg.corpus
+    key = (c.markdown_extractor, c.pdf_pipeline, c.max_doc_chars, c.max_unzipped_mb)
     extractor = _EXTRACTORS.get(key)
     if extractor is None:
         extractor = _EXTRACTORS[key] = Extractor(*key)

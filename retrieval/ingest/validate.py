@@ -52,7 +52,8 @@ def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | N
     report.files = len(found.docs) + len(found.failed)
     for f in found.failed:
         report.findings.append(Finding(ERROR, f.doc_id, f.reason))
-    extractor = Extractor(cfg.corpus.markdown_extractor, cfg.corpus.pdf_pipeline)  # no cache: validate writes nothing
+    c = cfg.corpus
+    extractor = Extractor(c.markdown_extractor, c.pdf_pipeline, c.max_doc_chars, c.max_unzipped_mb)  # no cache: writes nothing
     docs = []
     for src in found.docs:
         try:

@@ -27,6 +27,12 @@ def build(corpus):
     (corpus / "latin1.md").write_bytes("# Caf\xe9\n\n## R\xe8gle\n\nTexte.\n".encode("latin-1"))
     (corpus / "nested.md").write_text("".join(f"{'#' * (1 + i % 6)} H{i}\n\nbody {i}\n\n" for i in range(10_000)))
     (corpus / "corrupt.docx").write_bytes(b"PK\x03\x04 this is not really a zip archive")
+    (corpus / "one-line.md").write_text("# Huge\n\n" + "word " * 4_000_000 + "\n")  # one 20 MB line
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", b"\0" * (300 * 2**20))  # 300 MB of zeros, ~300 KB compressed
+    (corpus / "bomb.docx").write_bytes(bomb.getvalue())
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("[Content_Types].xml", "<Types/>")
@@ -52,11 +58,13 @@ def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder)
     stats = pipe.run()
     failed = {f["doc_id"]: f["reason"] for f in stats.failures}
     assert failed.keys() == {"empty.md", "binary.md", "latin1.md", "corrupt.docx", "not-a-word-file.docx", "loop.md",
-                             "outside.md"}, failed
+                             "outside.md", "one-line.md", "bomb.docx"}, failed
+    assert failed["one-line.md"] == "20,000,009 characters > corpus.max_doc_chars (5,000,000)"  # 8 + 20,000,000 + 1
+    assert "refused as a zip bomb" in failed["bomb.docx"] and "300 MB" in failed["bomb.docx"]
     assert failed["empty.md"] == "empty file"
     assert "binary content" in failed["binary.md"] and "not valid UTF-8" in failed["latin1.md"]
     assert "outside the corpus root" in failed["outside.md"] and "cannot resolve path" in failed["loop.md"]
-    assert "docling" in failed["corrupt.docx"]
+    assert "bad zip" in failed["corrupt.docx"] and "docling" in failed["not-a-word-file.docx"]
     v = IndexVersion.current(cfg)
     docs = set(v.documents_by_id)
     assert docs == {"good.md", "copy of good.md", "nested.md", "scripts.html", "règles spéciales ☃.md"}
@@ -64,7 +72,7 @@ def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder)
     assert "Visible text." in html and "alert" not in html and "steal" not in html and "iframe" not in html
     nested = [c for c in v.chunks if c.doc_id == "nested.md"]
     assert nested and all(v.documents_by_id["nested.md"].markdown[c.start:c.end] == c.text for c in nested)
-    assert stats.docs_failed == 7 and stats.published
+    assert stats.docs_failed == 9 and stats.published
 
 
 def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, monkeypatch):
@@ -100,3 +108,26 @@ def test_max_failures_decides_the_exit_code(tmp_path, capsys):
     assert main([*args, "--max-failures", "1"]) == 1
     assert "2 documents failed (> --max-failures 1)" in capsys.readouterr().err
     assert json.loads((tmp_path / "out.json").read_text())["docs_failed"] == 2
+
+
+def test_an_unreadable_file_is_recorded(tmp_path, make_config, embedder, monkeypatch):
+    """Tests run as root, where chmod 000 does not stop reads: the permission error is injected at the read."""
+    from pathlib import Path
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD)
+    (corpus / "secret.md").write_text("# Secret\n\n## Hidden\n\nNot readable.\n")
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == "secret.md":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    pipe = IngestPipeline(make_config(corpus))
+    pipe.embedder = embedder
+    stats = pipe.run()
+    assert stats.failures == [{"doc_id": "secret.md", "stage": "discover", "reason": "unreadable: Permission denied"}]
+    assert stats.published and stats.chunks == 1
