@@ -3,51 +3,20 @@ is lost; --max-failures decides when the run fails."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import zipfile
+import sys
+from pathlib import Path
 
 import pytest
 
 from flows.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hostile"))
+from make_hostile import GOOD, build  # noqa: E402
 from retrieval.ingest.pipeline import IngestPipeline
 from retrieval.store.version import IndexVersion
 
 pytestmark = pytest.mark.slow
-
-GOOD = "# Good\n\n## Rule\n\nA perfectly ordinary rule about moving.\n"
-
-
-def build(corpus):
-    corpus.mkdir()
-    (corpus / "good.md").write_text(GOOD)
-    (corpus / "empty.md").write_text("")
-    (corpus / "binary.md").write_bytes(bytes(range(256)) * 4)
-    (corpus / "latin1.md").write_bytes("# Caf\xe9\n\n## R\xe8gle\n\nTexte.\n".encode("latin-1"))
-    (corpus / "nested.md").write_text("".join(f"{'#' * (1 + i % 6)} H{i}\n\nbody {i}\n\n" for i in range(10_000)))
-    (corpus / "corrupt.docx").write_bytes(b"PK\x03\x04 this is not really a zip archive")
-    (corpus / "one-line.md").write_text("# Huge\n\n" + "word " * 4_000_000 + "\n")  # one 20 MB line
-    bomb = io.BytesIO()
-    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr("[Content_Types].xml", "<Types/>")
-        z.writestr("word/document.xml", b"\0" * (300 * 2**20))  # 300 MB of zeros, ~300 KB compressed
-    (corpus / "bomb.docx").write_bytes(bomb.getvalue())
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("[Content_Types].xml", "<Types/>")
-    (corpus / "not-a-word-file.docx").write_bytes(buf.getvalue())
-    (corpus / "scripts.html").write_text(
-        "<html><head><script>alert('x')</script></head><body><h1>Page</h1><h2>Safe</h2>"
-        "<p>Visible text.</p><iframe src='http://example.invalid/'></iframe><script>steal()</script></body></html>"
-    )
-    os.symlink("loop.md", corpus / "loop.md")  # a symlink to itself
-    (corpus / "sub").mkdir()
-    os.symlink("..", corpus / "sub" / "up")  # a directory loop: never followed
-    os.symlink("/etc/hostname", corpus / "outside.md")  # resolves outside the corpus root
-    (corpus / "copy of good.md").write_text(GOOD)  # the same content under two paths
-    (corpus / "règles spéciales ☃.md").write_text("# Spécial\n\n## Règle ☃\n\nUnicode and spaces in the name.\n")
-
 
 def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder):
     corpus = tmp_path / "corpus"
