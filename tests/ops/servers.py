@@ -1,0 +1,51 @@
+"""Start real servers for tests on 127.0.0.1 in their own process group, and stop the whole group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path | None = None) -> Iterator[subprocess.Popen]:
+    out = open(log, "wb") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{cmd[0]} exited with {proc.returncode} before it was healthy")
+            try:
+                with urllib.request.urlopen(health_url, timeout=2) as r:
+                    if r.status < 500:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{cmd[0]} not healthy at {health_url} after {timeout_s:.0f} s")
+            time.sleep(0.5)
+        yield proc
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if log:
+            out.close()  # type: ignore[union-attr]
