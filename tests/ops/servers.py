@@ -20,9 +20,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path | None = None) -> Iterator[subprocess.Popen]:
+def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path | None = None,
+           env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
     out = open(log, "wb") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
         deadline = time.monotonic() + timeout_s
         while True:

@@ -1,0 +1,83 @@
+"""prefect.yaml end to end on a local Prefect server (127.0.0.1): deploy everything, see the reingest cron
+schedule and the evaluate trigger registered, run reingest on a process worker, and see the evaluate run
+that the publish event triggers complete."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from servers import free_port, server  # noqa: E402
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+async def _state(api: str) -> tuple[dict, list]:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api) as c:
+        deployments = {}
+        for d in await c.read_deployments():
+            deployments[d.name] = (d, [s.schedule for s in await c.read_deployment_schedules(d.id)])
+        runs = [(r.name, r.deployment_id, r.state.type.value if r.state else None, r.id) for r in await c.read_flow_runs()]
+        return deployments, runs
+
+
+def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": api,
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "RAGRIG_PROJECT_DIR": str(ROOT),
+           "RAGRIG_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "PREFECT_LOGGING_LEVEL": "INFO"}
+    (tmp_path / "prefect").mkdir()
+    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    with server([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                f"{api}/health", timeout_s=120, log=tmp_path / "server.log", env=server_env):
+
+        def cli(*args: str) -> str:
+            p = subprocess.run([str(BIN / "prefect"), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=180)
+            assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
+            return p.stdout
+
+        cli("work-pool", "create", "ragrig-process", "--type", "process")
+        cli("--no-prompt", "deploy", "--all")
+        deployments, _ = asyncio.run(_state(api))
+        assert set(deployments) == {"reingest", "evaluate", "sweep"}
+        assert deployments["sweep"][1] == []  # on demand only
+        assert [s.cron for s in deployments["reingest"][1]] == ["0 3 * * *"]
+
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "ragrig-process"], cwd=ROOT,
+                                  env=env, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        try:
+            cli("deployment", "run", "ingest/reingest")
+            ids = {d.id: name for name, (d, _) in deployments.items()}
+            deadline = time.monotonic() + 300
+            done: dict[str, str] = {}
+            while time.monotonic() < deadline:
+                _, runs = asyncio.run(_state(api))
+                done = {ids.get(dep): state for _, dep, state, _ in runs if state in ("COMPLETED", "FAILED", "CRASHED")}
+                if {"reingest", "evaluate"} <= set(done) or "FAILED" in done.values() or "CRASHED" in done.values():
+                    break
+                time.sleep(2)
+            log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+            assert done.get("reingest") == "COMPLETED", log
+            assert done.get("evaluate") == "COMPLETED", log  # triggered by ragrig.index.published
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+    assert (tmp_path / "home" / "mlflow" / "mlflow.db").exists()  # the triggered evaluation logged its run
