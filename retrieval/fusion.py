@@ -27,14 +27,22 @@ def order(scores: Mapping[str, float]) -> Fused:
 
 def rrf(runs: Mapping[str, Run], *, k: float = 60.0, weights: Mapping[str, float] | None = None) -> Fused:
     """Reciprocal Rank Fusion: score(d) = sum over sources of w_s / (k + rank_s(d)), ranks from 1."""
+    ranks = {source: {item: r for r, item in enumerate(ranked(run), start=1)} for source, run in runs.items()}
+    return rrf_from_ranks(ranks, k=k, weights=weights)
+
+
+def rrf_from_ranks(
+    ranks: Mapping[str, Mapping[str, int]], *, k: float = 60.0, weights: Mapping[str, float] | None = None
+) -> Fused:
+    """RRF from ranks already computed per source (callers that memoise ranks skip the sorting)."""
     if k <= 0:
         raise InputError(f"rrf k must be > 0 (got {k})")
     out: dict[str, float] = {}
-    for source, run in runs.items():
+    for source, by_item in ranks.items():
         w = 1.0 if weights is None else float(weights.get(source, 0.0))
         if w == 0.0:
             continue
-        for rank, item in enumerate(ranked(run), start=1):
+        for item, rank in by_item.items():
             out[item] = out.get(item, 0.0) + w / (k + rank)
     return order(out)
 

@@ -24,7 +24,7 @@ from retrieval.bm25 import Bm25Index
 from retrieval.cache import QueryCache
 from retrieval.embedding import Embedder, model_id
 from retrieval.filters import Filters
-from retrieval.fusion import fuse, max_score, minmax, order
+from retrieval.fusion import fuse, max_score, minmax, rrf_from_ranks
 from retrieval.header_index import HeaderIndex
 from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
 from retrieval.results import Hit, RetrievalResult, SourceScore
@@ -190,15 +190,10 @@ class Retriever:
         if f.method == "rrf":
             top = max_score("rrf", list(present), f.weights, f.rrf_k)
             if self.candidate_memo is not None:  # sweeps: ranks are memoised per run, skip re-sorting
-                acc: dict[str, float] = {}
-                for source, run in present.items():
-                    w = float(f.weights.get(source, 0.0))
-                    if w:
-                        for cid, rank in self._ranks(run).items():
-                            acc[cid] = acc.get(cid, 0.0) + w / (f.rrf_k + rank)
-                return [(i, v / top) for i, v in order(acc)]
-            fused = fuse(present, "rrf", k=f.rrf_k, weights=f.weights)
-            return [(i, s / top) for i, s in fused]
+                fused = rrf_from_ranks({s: self._ranks(run) for s, run in present.items()}, k=f.rrf_k, weights=f.weights)
+            else:
+                fused = fuse(present, "rrf", k=f.rrf_k, weights=f.weights)
+            return [(i, v / top) for i, v in fused]
         fused = fuse(present, "weighted", weights=f.weights, normalization=f.normalization)
         scaled = minmax(dict(fused))
         return [(i, scaled[i]) for i, _ in fused]
