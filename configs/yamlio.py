@@ -7,6 +7,7 @@ ourselves (still only safe constructors) and keep a map from key paths to lines.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,20 @@ class LocatedYaml:
     def where(self, keypath: KeyPath) -> str:
         line = self.line(keypath)
         return f"{self.path}:{line}" if line else str(self.path)
+
+    def validation_error(
+        self, exc: Any, title: str, unknown: str = "unknown key", context: Callable[[KeyPath], str] | None = None
+    ) -> InputError:
+        """A pydantic ValidationError on this file's data as one InputError: a line per problem, each
+        ``file:line:[context] field: message``."""
+        msgs = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            ctx = context(loc) if context else ""
+            dotted = ".".join(str(x) for x in loc) or "(top)"
+            msg = unknown if err["type"] == "extra_forbidden" else err["msg"]
+            msgs.append(f"{self.where(loc)}:{ctx} {dotted}: {msg}")
+        return InputError(f"{title}:\n  " + "\n  ".join(msgs))
 
 
 def _walk(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:

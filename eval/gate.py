@@ -49,9 +49,7 @@ def load_policy(path: str | Path | None) -> Policy:
     try:
         return Policy.model_validate(located.data or {})
     except ValidationError as exc:
-        msgs = [f"{located.where(tuple(e['loc']))}: {'.'.join(str(x) for x in e['loc'])}: "
-                f"{'unknown key' if e['type'] == 'extra_forbidden' else e['msg']}" for e in exc.errors()]
-        raise InputError("invalid gate policy:\n  " + "\n  ".join(msgs)) from None
+        raise located.validation_error(exc, "invalid gate policy") from None
 
 
 @dataclass

@@ -51,9 +51,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(located.data or {})
     except ValidationError as exc:
-        msgs = [f"{located.where(tuple(e['loc']))}: {'.'.join(str(x) for x in e['loc']) or '(top)'}: "
-                f"{'unknown key' if e['type'] == 'extra_forbidden' else e['msg']}" for e in exc.errors()]
-        raise InputError("invalid sweep file:\n  " + "\n  ".join(msgs)) from None
+        raise located.validation_error(exc, "invalid sweep file") from None
     base_dir = p.resolve().parent
     if spec.base:
         spec.base = str((base_dir / spec.base).resolve())

@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -63,19 +64,15 @@ def load_testset(path: str | Path) -> TestSet:
     try:
         ts = TestSet.model_validate(data)
     except ValidationError as exc:
-        msgs = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            where = located.where(loc)
-            case = ""
+
+        def case_of(loc: tuple[Any, ...]) -> str:
             if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
                 cases = data.get("cases") or []
                 cid = cases[loc[1]].get("id") if loc[1] < len(cases) and isinstance(cases[loc[1]], dict) else None
-                case = f" case '{cid}'" if cid else f" case #{loc[1] + 1}"
-            field = ".".join(str(x) for x in loc)
-            msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-            msgs.append(f"{where}:{case} {field}: {msg}")
-        raise InputError("invalid test set:\n  " + "\n  ".join(msgs)) from None
+                return f" case '{cid}'" if cid else f" case #{loc[1] + 1}"
+            return ""
+
+        raise located.validation_error(exc, "invalid test set", unknown="unknown field", context=case_of) from None
     seen: dict[str, int] = {}
     for i, case in enumerate(ts.cases):
         if case.id in seen:
