@@ -19,21 +19,9 @@ from configs.schema import RagrigConfig, load_config
 
 def _quiet_env(cfg: RagrigConfig) -> None:
     """Offline, quiet defaults for the libraries we drive (never overriding what the user set)."""
-    home = cfg.home_dir
-    defaults = {
-        "PREFECT_HOME": str(home / "prefect"),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-        "PREFECT_LOGGING_TO_API_BATCH_INTERVAL": "0.3",
-        "TRANSFORMERS_VERBOSITY": "error",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "ANONYMIZED_TELEMETRY": "False",
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-        "RAGAS_DO_NOT_TRACK": "true",
-        "DO_NOT_TRACK": "1",
-        "MLFLOW_LOGGING_LEVEL": "WARNING",
-    }
+    from flows.environment import QUIET_ENV
+
+    defaults = {**QUIET_ENV, "PREFECT_HOME": str(cfg.home_dir / "prefect")}
     from retrieval.embedding import PACKAGED_MINILM
 
     if cfg.embedding.model in PACKAGED_MINILM or Path(os.path.expanduser(cfg.embedding.model)).exists():
@@ -44,7 +32,6 @@ def _quiet_env(cfg: RagrigConfig) -> None:
 
     for name in ("mlflow", "alembic", "httpx", "bm25s", "docling", "chromadb", "sentence_transformers"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 
 
 def _prefect_home() -> None:

@@ -12,18 +12,9 @@ import pytest
 
 # Process-wide settings that libraries read at import time (Prefect reads its settings when first
 # imported, huggingface_hub its offline flag), so they are set before any test module imports them.
-_SESSION_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_VERBOSITY": "error",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "ANONYMIZED_TELEMETRY": "False",
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-    "RAGAS_DO_NOT_TRACK": "true",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-}
+from flows.environment import QUIET_ENV  # noqa: E402 - imports nothing heavy
+
+_SESSION_ENV = {**QUIET_ENV, "HF_HUB_OFFLINE": "1"}
 os.environ.update(_SESSION_ENV)
 # Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one).
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ragrig-test-prefect-")

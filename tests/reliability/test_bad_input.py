@@ -50,7 +50,8 @@ def run_cli(args, capsys) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("name, text, sets, patterns", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
-def test_bad_config(name, text, sets, patterns, tmp_path, ragrig_home, capsys):
+def test_bad_config(name, text, sets, patterns, tmp_path, ragrig_home, capsys, monkeypatch):
+    monkeypatch.delenv("PREFECT_HOME")  # as for a user: the CLI would default it to <home>/prefect
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(text)
     (tmp_path / "syn.yaml").write_text("heal: 5\n")
@@ -63,7 +64,8 @@ def test_bad_config(name, text, sets, patterns, tmp_path, ragrig_home, capsys):
 
 
 @pytest.mark.parametrize("name, text, patterns", BAD_TESTSETS, ids=[c[0] for c in BAD_TESTSETS])
-def test_bad_testset(name, text, patterns, tmp_path, ragrig_home, capsys):
+def test_bad_testset(name, text, patterns, tmp_path, ragrig_home, capsys, monkeypatch):
+    monkeypatch.delenv("PREFECT_HOME")  # as for a user: the CLI would default it to <home>/prefect
     ts = tmp_path / "ts.yaml"
     ts.write_text(text)
     rc, err = run_cli(["eval", "--testset", str(ts), "--set", "retrieval.synonyms=null"], capsys)
