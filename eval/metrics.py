@@ -48,7 +48,7 @@ def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequ
         by_doc.setdefault(t.doc_id, []).append(j)
     for item in ranking[:kmax]:
         js = by_doc.get(item.doc_id)
-        hit = [j for j in js if targets[j].start < item.end and item.start < targets[j].end] if js else []
+        hit = [j for j in js if targets[j].touches(item.doc_id, item.start, item.end)] if js else []
         rel_flags.append(bool(hit))
         fresh = [j for j in hit if j not in seen]
         seen.update(fresh)

@@ -121,12 +121,15 @@ def evaluate(
     search: Callable[[Retriever, list[str], int], list[RetrievalResult]] | None = None,
     label: str = "",
     max_hops: int | None = None,
+    targets: dict[str, list[Target]] | None = None,
 ) -> EvalReport:
-    """Evaluate ``ts`` on the current index for ``cfg``. ``search`` defaults to batched hybrid retrieval."""
+    """Evaluate ``ts`` on the current index for ``cfg``. ``search`` defaults to batched hybrid retrieval.
+    ``targets``: the test set already resolved against this index version (sweeps resolve once per index)."""
     retriever = retriever or Retriever(cfg)
     ks = cfg.eval.k_values
     depth = max(max(ks), cfg.retrieval.top_k)
-    targets = resolve_testset(ts, retriever.version.documents_by_id)
+    if targets is None:
+        targets = resolve_testset(ts, retriever.version.documents_by_id)
     queries = [c.query for c in ts.cases]
     n = repeats or cfg.eval.repeats
     runs: list[tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]] = []

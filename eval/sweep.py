@@ -204,6 +204,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     """Run a sweep. ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in
     flows/sweep.py passes one that runs it as a task), so the sequence lives here only."""
     call = stage or (lambda name, fn, *args: fn(*args))
+    from eval.relevance import resolve_testset
     from eval.runner import evaluate
     from eval.testset import load_testset
     from retrieval.ingest.pipeline import IngestPipeline
@@ -233,10 +234,12 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
                                              stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
             retriever = Retriever(cfg0, version)
             retriever.reuse_candidates(True)
+            resolved = [resolve_testset(ts, version.documents_by_id) for ts in sets]  # once per index
             for label, ov, cfg in items:
-                for ts in sets:
+                for ts, targets in zip(sets, resolved):
                     t2 = time.perf_counter()
-                    report = call("evaluate", lambda c, t, r, lb: evaluate(c, t, r, label=lb), cfg, ts, retriever, label)
+                    report = call("evaluate", lambda c, t, r, lb, tg: evaluate(c, t, r, label=lb, targets=tg),
+                                  cfg, ts, retriever, label, targets)
                     run_id = None
                     if parent is not None:
                         from eval.mlflow_log import log_report

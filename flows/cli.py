@@ -141,11 +141,11 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         from eval.runner import evaluate
 
         retriever = _retriever(cfg)
-        for ts in testsets:  # every expectation resolved against the index before anything is logged
-            resolve_testset(ts, retriever.version.documents_by_id)
+        # every expectation resolved against the index before anything is logged
+        resolved = [resolve_testset(ts, retriever.version.documents_by_id) for ts in testsets]
         results = []
-        for ts in testsets:
-            report = evaluate(cfg, ts, retriever, repeats=args.repeats, max_hops=args.max_hops)
+        for ts, targets in zip(testsets, resolved):
+            report = evaluate(cfg, ts, retriever, repeats=args.repeats, max_hops=args.max_hops, targets=targets)
             d = report.to_dict()
             if cfg.mlflow.enabled:
                 d["mlflow_run_id"] = log_report(cfg, report, run_name=args.run_name)
