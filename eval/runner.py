@@ -87,11 +87,9 @@ def score_results(
         metric_rows.append(m)
         for tag in case.tags or ["untagged"]:
             by_tag.setdefault(tag, []).append(m)
-        found = set()
         top = []
         for rank, h in enumerate(res.hits[: max(10, min(ks))], 1):
             hit_keys = [t.key for t in tg if t.touches(h.doc_id, h.start, h.end)]
-            found.update(hit_keys)
             top.append({"rank": rank, "chunk_id": h.chunk_id, "header": h.header, "score": round(h.score, 6),
                         "relevant": bool(hit_keys), "hop": h.hop})
         rows.append({

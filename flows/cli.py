@@ -104,12 +104,9 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
                       ("bm25", "right"), ("vector", "right"), ("header", "right")):
         table.add_column(col, justify=just, overflow="fold")
     for i, h in enumerate(res.hits, 1):
-        def rk(s: str) -> str:
-            r = h.rank_in(s)
-            return "-" if r is None else str(r)
-
+        ranks = ["-" if h.rank_in(s) is None else str(h.rank_in(s)) for s in ("bm25", "vector", "header")]
         table.add_row(str(i), h.header + (f"  [dim]({h.reason})[/dim]" if h.reason else ""), h.doc_id,
-                      f"{h.score:.3f}", rk("bm25"), rk("vector"), rk("header"))
+                      f"{h.score:.3f}", *ranks)
     console.print(table)
     if args.debug:
         print(f"normalised query: {res.normalized}")
@@ -273,7 +270,7 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.sweep import load_sweep, resolve, run_sweep, summary_markdown
+    from eval.sweep import load_sweep, resolve, run_sweep
 
     spec = load_sweep(args.sweep)
     resolve(spec, args.overrides)  # every config validated before any work

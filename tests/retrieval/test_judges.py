@@ -13,7 +13,7 @@ import pytest
 
 from configs.errors import RagrigError
 from configs.schema import JudgeConfig
-from retrieval.judges import LLMJudge, Missing, ReferenceJudge, parse_missing
+from retrieval.judges import LLMJudge, ReferenceJudge, parse_missing
 from retrieval.multihop import place
 from retrieval.results import Hit
 

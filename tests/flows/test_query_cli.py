@@ -1,0 +1,30 @@
+"""`ragrig query`: the table (per-source ranks), --debug, --context and --json."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from flows.cli import main
+
+pytestmark = pytest.mark.slow
+DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n"}
+
+
+def test_query_table_debug_context_and_json(tmp_path, write_files, capsys):
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+    assert main(["ingest", "--no-prefect", "-q", *sets]) == 0
+    capsys.readouterr()
+    assert main(["query", "lethal 5+", "--debug", "-k", "2", *sets]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if re.match(r"^│ +1 │", line))
+    assert "Lethal x+" in row and re.search(r"│ +1 │ +1 │ +- │$", row.rstrip())  # bm25 rank, vector rank, no header hit
+    assert "normalised query: Lethal 5+" in out and "timings (ms):" in out and "candidates:" in out
+    assert main(["query", "lethal 5+", "--context", "--context-tokens", "200", *sets]) == 0
+    assert capsys.readouterr().out.startswith("[1] w.md — Weapons > Lethal x+")
+    assert main(["query", "lethal 5+", "--json", "-k", "1", *sets]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["hits"][0]["header_path"] == ["Weapons", "Lethal x+"] and res["hits"][0]["sources"]["bm25"]["rank"] == 1
