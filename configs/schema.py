@@ -120,6 +120,8 @@ class AdaptiveConfig(Strict):
 class JudgeConfig(Strict):
     kind: Literal["reference", "llm"] = "reference"
     max_items: int = Field(3, ge=1, le=20, description="missing items asked for per hop")
+    # reference judge: follow the top chunk's references only when the query names a specific rule itself
+    anchored: bool = True
     # llm: any OpenAI-compatible chat endpoint; the key comes only from the environment variable named here
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "gpt-4o-mini"

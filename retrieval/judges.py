@@ -58,18 +58,34 @@ def parse_missing(items: Sequence[str] | str) -> list[str]:
     return out
 
 
+def names_section(query: str, header_path: Sequence[str]) -> bool:
+    """Whether the query names one of these headers as a whole phrase (any case, plural or possessive)."""
+    for title in header_path:
+        t = title.strip()
+        if len(t) >= 3 and re.search(r"(?<!\w)" + re.escape(t) + r"(?:'s|s|es)?(?!\w)", query, re.IGNORECASE):
+            return True
+    return False
+
+
 class ReferenceJudge:
     """Finds terms that the query or the newest hop's top chunk(s) name (keyword-library terms and header
     titles) whose own sections are not in the context yet; asks for the best few, query mentions first,
     then terms named by higher-ranked chunks. Nothing new -> can answer.
 
     ``scan_hits`` = 1 follows the references of the best chunk of each hop: the chain query -> weapon
-    profile -> "Lethal x+" rule. Scanning the top 3 added more noise than links on our rules sets."""
+    profile -> "Lethal x+" rule. Scanning the top 3 added more noise than links on our rules sets.
 
-    def __init__(self, lookup: TermLookup, max_items: int = 3, scan_hits: int = 1) -> None:
+    ``anchored`` (default): a chunk's references are followed only when the query names something itself:
+    a specific rule (a followable term), or a header on that chunk's own path ("stuck in a Web spell" ->
+    the Web section -> Restrained). A chain starts at something the user named; a general question ("what
+    size table do I need?") is answered by its own best sections, and the rules its top chunk happens to
+    mention would only push them out of the window."""
+
+    def __init__(self, lookup: TermLookup, max_items: int = 3, scan_hits: int = 1, anchored: bool = True) -> None:
         self.lookup = lookup
         self.max_items = max_items
         self.scan_hits = scan_hits
+        self.anchored = anchored
 
     def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
         have = {h.chunk_id for h in hits}
@@ -83,14 +99,19 @@ class ReferenceJudge:
             if best is None or score > best[0]:
                 candidates[term] = (score, origin)
 
-        for term in self.lookup.terms_in(query):
+        named = self.lookup.terms_in(query)
+        for term in named:
             consider(term, 10.0, None)
         fresh = [h for h in hits if h.hop == max((x.hop for x in hits), default=0)] or list(hits)
         for rank, h in enumerate(fresh[: self.scan_hits], 1):
+            if self.anchored and not named and not names_section(query, h.header_path):
+                continue
             for term in self.lookup.terms_in(h.text):
                 consider(term, 1.0 / rank, h.chunk_id)
         ranked = sorted(candidates.items(), key=lambda kv: (-kv[1][0], kv[0]))[: self.max_items]
         if not ranked:
+            if not named and self.anchored:
+                return Judgement(True, "the query names no specific rule to follow references from")
             return Judgement(True, "every rule the query and the top chunks name is in the context")
         names = ", ".join(t for t, _ in ranked)
         return Judgement(False, f"named but not in the context: {names}", [Missing(t, o) for t, (_, o) in ranked])

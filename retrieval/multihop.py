@@ -69,7 +69,7 @@ def make_judge(retriever: Retriever, r: RetrievalConfig) -> HopJudge:
                 t for t in retriever.term_index.terms_in(query)]
 
         return LLMJudge(r.judge, header_titles=titles)
-    return ReferenceJudge(retriever.term_index, max_items=r.judge.max_items)
+    return ReferenceJudge(retriever.term_index, max_items=r.judge.max_items, anchored=r.judge.anchored)
 
 
 def fetch(retriever: Retriever, item: Missing, have: set[str], r: RetrievalConfig, limit: int) -> list[tuple[int, str]]:

@@ -13,13 +13,13 @@ import pytest
 
 from configs.errors import RagrigError
 from configs.schema import JudgeConfig
-from retrieval.judges import LLMJudge, ReferenceJudge, parse_missing
+from retrieval.judges import LLMJudge, ReferenceJudge, names_section, parse_missing
 from retrieval.multihop import place
 from retrieval.results import Hit
 
 
-def hit(cid: str, text: str, hop: int = 0) -> Hit:
-    return Hit(chunk_id=cid, doc_id=cid.split("#")[0], header_path=[cid], text=text, score=1.0, hop=hop)
+def hit(cid: str, text: str, hop: int = 0, header: list[str] | None = None) -> Hit:
+    return Hit(chunk_id=cid, doc_id=cid.split("#")[0], header_path=header or [cid], text=text, score=1.0, hop=hop)
 
 
 class FakeLookup:
@@ -40,7 +40,8 @@ LOOKUP = FakeLookup({"Lethal": {"rules.md#3"}, "Piercing": {"rules.md#4"}, "Fall
 
 
 def test_reference_judge_asks_for_a_rule_a_chunk_names():
-    hits = [hit("teams.md#1", "Ripper Blade: Lethal 5+, Balanced"), hit("teams.md#2", "a profile with nothing")]
+    hits = [hit("teams.md#1", "Ripper Blade: Lethal 5+, Balanced", header=["Reavers", "Ripper Blade"]),
+            hit("teams.md#2", "a profile with nothing")]
     j = ReferenceJudge(LOOKUP).judge("what does the ripper blade do?", hits)
     assert not j.can_answer
     assert [(m.item, m.origin) for m in j.missing] == [("Lethal", "teams.md#1")]
@@ -61,14 +62,49 @@ def test_reference_judge_can_answer_when_nothing_new_is_named():
 
 def test_reference_judge_scans_only_the_best_chunk_by_default():
     hits = [hit("a.md#0", "nothing to follow"), hit("b.md#0", "Piercing 1")]
-    assert ReferenceJudge(LOOKUP).judge("query", hits).can_answer
-    assert [m.item for m in ReferenceJudge(LOOKUP, scan_hits=2).judge("query", hits).missing] == ["Piercing"]
+    assert ReferenceJudge(LOOKUP, anchored=False).judge("query", hits).can_answer
+    assert [m.item for m in ReferenceJudge(LOOKUP, scan_hits=2, anchored=False).judge("query", hits).missing] == [
+        "Piercing"]
 
 
 def test_reference_judge_limits_items_and_only_scans_the_newest_hop():
     hits = [hit("a.md#0", "Piercing 1", hop=0), hit("b.md#0", "Fall Back now", hop=1)]
-    j = ReferenceJudge(LOOKUP, max_items=1, scan_hits=3).judge("query", hits)
+    j = ReferenceJudge(LOOKUP, max_items=1, scan_hits=3, anchored=False).judge("query", hits)
     assert [m.item for m in j.missing] == ["Fall Back"]  # hop 0's Piercing is not re-scanned
+
+
+def test_anchored_judge_does_not_follow_references_of_a_chunk_the_query_does_not_name():
+    # a general question: the top chunk ("What You Need") mentions a rule, but the query names neither the
+    # rule nor the chunk's section, so following it would only push the query's own hits out of the window
+    hits = [hit("intro.md#1", "You need dice, a tape measure and Piercing tokens", header=["Introduction", "What You Need"])]
+    j = ReferenceJudge(LOOKUP).judge("what size table do I need to play?", hits)
+    assert j.can_answer and j.missing == []
+    assert "names no" in j.reasoning
+    # the same context when the query names the section (any case, possessive): the chain is followed
+    j = ReferenceJudge(LOOKUP).judge("what's in the introduction's list of what you need?", hits)
+    assert [(m.item, m.origin) for m in j.missing] == [("Piercing", "intro.md#1")]
+    # ... or when the query names a followable rule itself, which anchors the chain too
+    j = ReferenceJudge(LOOKUP).judge("does Fall Back work here?", hits)
+    assert [m.item for m in j.missing] == ["Fall Back", "Piercing"]
+    # anchored=False restores the unconditional behaviour
+    assert [m.item for m in ReferenceJudge(LOOKUP, anchored=False).judge("what size table?", hits).missing] == [
+        "Piercing"]
+
+
+@pytest.mark.parametrize(
+    "query, path, named",
+    [
+        ("stuck in a Web spell", ["Spells", "Web"], True),
+        ("what does a cleric's Turn Undead do?", ["Cleric", "Channel Divinity: Turn Undead"], True),
+        ("can tieflings see in the dark?", ["Tiefling", "Tiefling Traits"], True),
+        ("how do webs work", ["Web"], True),  # plural
+        ("a website question", ["Web"], False),  # whole words only
+        ("what size table do I need?", ["Introduction", "What You Need"], False),
+        ("an ox", ["Ox"], False),  # titles under 3 characters never anchor
+    ],
+)
+def test_names_section(query: str, path: list[str], named: bool) -> None:
+    assert names_section(query, path) is named
 
 
 @pytest.mark.parametrize(

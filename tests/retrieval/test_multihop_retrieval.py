@@ -61,7 +61,8 @@ def retriever(tmp_path_factory, embedder):
     return Retriever(cfg, embedder=embedder)
 
 
-QUERY = "what does the serrated blade of the Reaver champion do to my hit rolls?"
+QUERY = "what does the Reaver champion's Ripper Blade do to my hit rolls?"
+PARAPHRASE = "what does the serrated blade of the Reaver champion do to my hit rolls?"
 
 
 def ids(res):
@@ -95,3 +96,15 @@ def test_zero_hops_and_single_hop_queries_are_unchanged(retriever):
     a = retriever.search(q, top_k=3, use_cache=False, max_hops=0)
     b = retriever.search(q, top_k=3, use_cache=False, max_hops=2)
     assert ids(a) == ids(b) and b.hops[0]["can_answer"] is True
+
+
+def test_anchored_judge_follows_only_chains_the_query_names(retriever):
+    # the paraphrase names neither the Ripper Blade nor a rule: its best chunk's references are not followed
+    # (the price of keeping general questions' own hits in the window), unless anchoring is turned off
+    res = retriever.search(PARAPHRASE, top_k=2, use_cache=False, max_hops=1)
+    assert ids(res)[0] == "teams/gloom.md#0" and "weapons.md#0" not in ids(res)
+    assert res.hops[0]["can_answer"] is True and res.hops[0]["added"] == []
+    free = retriever.cfg.retrieval.model_copy(
+        update={"judge": retriever.cfg.retrieval.judge.model_copy(update={"anchored": False})})
+    res = retriever.search(PARAPHRASE, top_k=2, use_cache=False, max_hops=1, retrieval=free)
+    assert ids(res) == ["teams/gloom.md#0", "weapons.md#0"]
