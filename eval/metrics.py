@@ -54,28 +54,36 @@ def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequ
         seen.update(fresh)
         new_gain.append(float(sum(targets[j].grade for j in fresh)))
         new_count.append(len(fresh))
+    # one pass of prefix sums; every k reads them (each k used to re-slice and re-sum the ranking)
+    n = len(rel_flags)
+    hits_upto = [0] * (n + 1)  # relevant chunks in ranks 1..i
+    covered_upto = [0] * (n + 1)  # expected sections first touched in ranks 1..i
+    dcg_upto = [0.0] * (n + 1)
+    ap_upto = [0.0] * (n + 1)
+    first_rel = None
+    for i in range(n):
+        f = rel_flags[i]
+        if f and first_rel is None:
+            first_rel = i
+        hits_upto[i + 1] = hits_upto[i] + f
+        covered_upto[i + 1] = covered_upto[i] + new_count[i]
+        dcg_upto[i + 1] = dcg_upto[i] + (new_gain[i] / math.log2(i + 2) if new_gain[i] else 0.0)
+        ap_upto[i + 1] = ap_upto[i] + (new_count[i] * hits_upto[i + 1] / (i + 1) if new_count[i] else 0.0)
+    idcg_upto = [0.0]
+    for i, g in enumerate(ideal):
+        idcg_upto.append(idcg_upto[-1] + g / math.log2(i + 2))
     for k in ks:
-        flags = rel_flags[:k]
-        n_hits = sum(flags)
-        covered = sum(new_count[:k])
+        m = min(k, n)
+        n_hits = hits_upto[m]
         out[f"precision@{k}"] = n_hits / k
-        out[f"recall@{k}"] = covered / n_rel
+        out[f"recall@{k}"] = covered_upto[m] / n_rel
         out[f"hit_rate@{k}"] = 1.0 if n_hits else 0.0
-        first = next((i for i, f in enumerate(flags) if f), None)
-        out[f"mrr@{k}"] = 0.0 if first is None else 1.0 / (first + 1)
-        ap = 0.0
-        running = 0
-        for i, f in enumerate(flags):
-            if f:
-                running += 1
-            if new_count[i]:
-                ap += new_count[i] * running / (i + 1)
-        out[f"map@{k}"] = ap / n_rel
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(new_gain[:k]) if g)
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
+        out[f"mrr@{k}"] = 0.0 if first_rel is None or first_rel >= k else 1.0 / (first_rel + 1)
+        out[f"map@{k}"] = ap_upto[m] / n_rel
+        idcg = idcg_upto[min(k, len(ideal))]
         # a chunk spanning several expected sections earns all their grades at one rank, which the ideal
         # (one section per rank) cannot: cap at 1, the score of a ranking that covers everything at once
-        out[f"ndcg@{k}"] = min(1.0, dcg / idcg) if idcg > 0 else 0.0
+        out[f"ndcg@{k}"] = min(1.0, dcg_upto[m] / idcg) if idcg > 0 else 0.0
     return out
 
 

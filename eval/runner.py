@@ -19,6 +19,7 @@ from configs.schema import RagrigConfig
 from eval.metrics import mean_metrics, query_metrics
 from eval.relevance import Target, resolve_testset
 from eval.testset import TestSet
+from retrieval.gcpause import frozen_heap
 from retrieval.results import RetrievalResult
 from retrieval.retriever import Retriever
 
@@ -83,7 +84,7 @@ def score_results(
     for case in ts.cases:
         res = results[case.id]
         tg = targets[case.id]
-        m = query_metrics(res.hits, tg, ks)
+        m = query_metrics(res.hits if res.ranked is None else res.ranked, tg, ks)
         metric_rows.append(m)
         for tag in case.tags or ["untagged"]:
             by_tag.setdefault(tag, []).append(m)
@@ -130,12 +131,23 @@ def evaluate(
         targets = resolve_testset(ts, retriever.version.documents_by_id)
     queries = [c.query for c in ts.cases]
     n = repeats or cfg.eval.repeats
-    runs: list[tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]] = []
-    latencies: list[float] = []
     hops = [c.max_hops if c.max_hops is not None else cfg.retrieval.max_hops for c in ts.cases]
     if max_hops is not None:
         hops = [max_hops] * len(ts.cases)
-    search_fn = search or (lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops, retrieval=cfg.retrieval))
+    # full Hits only where a report or ragas reads them; metrics read the whole ranking (result.ranked)
+    keep = max(10, min(ks), cfg.retrieval.top_k)
+    search_fn = search or (
+        lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops, retrieval=cfg.retrieval, lean=keep))
+    with frozen_heap():
+        return _evaluate(cfg, ts, retriever, targets, queries, n, search_fn, depth, ks, label)
+
+
+def _evaluate(
+    cfg: RagrigConfig, ts: TestSet, retriever: Retriever, targets: dict[str, list[Target]], queries: list[str], n: int,
+    search_fn: Callable[[Retriever, list[str], int], list[RetrievalResult]], depth: int, ks: list[int], label: str,
+) -> EvalReport:
+    runs: list[tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]] = []
+    latencies: list[float] = []
     for _ in range(n):
         t0 = time.perf_counter()
         results_list = search_fn(retriever, queries, depth)

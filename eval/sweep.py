@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from configs.errors import InputError
 from configs.schema import RagrigConfig, load_config
 from configs.yamlio import load_yaml
+from retrieval.gcpause import frozen_heap
 
 
 class SweepSpec(BaseModel):
@@ -204,12 +205,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     """Run a sweep. ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in
     flows/sweep.py passes one that runs it as a task), so the sequence lives here only."""
     call = stage or (lambda name, fn, *args: fn(*args))
-    from eval.relevance import resolve_testset
-    from eval.runner import evaluate
     from eval.testset import load_testset
-    from retrieval.ingest.pipeline import IngestPipeline
-    from retrieval.retriever import Retriever
-    from retrieval.store.version import IndexVersion
 
     t0 = time.perf_counter()
     configs = resolve(spec, extra)
@@ -224,36 +220,48 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     seen_texts: set[str] = set()
     parent = _start_parent(configs[0][2], spec) if log_mlflow and configs[0][2].mlflow.enabled else None
     try:
-        for _, items in groups.items():
-            cfg0 = items[0][2]
-            t1 = time.perf_counter()
-            stats = call("ingest", lambda c: IngestPipeline(c, progress=progress).run(), cfg0)
-            version = IndexVersion.current(cfg0)
-            seen_texts.update(c.sha256 for c in version.chunks)
-            result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
-                                             stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
-            retriever = Retriever(cfg0, version)
-            retriever.reuse_candidates(True)
-            resolved = [resolve_testset(ts, version.documents_by_id) for ts in sets]  # once per index
-            for label, ov, cfg in items:
-                for ts, targets in zip(sets, resolved):
-                    t2 = time.perf_counter()
-                    report = call("evaluate", lambda c, t, r, lb, tg: evaluate(c, t, r, label=lb, targets=tg),
-                                  cfg, ts, retriever, label, targets)
-                    run_id = None
-                    if parent is not None:
-                        from eval.mlflow_log import log_report
-
-                        run_id = call("log-mlflow", lambda c, rep, name: log_report(
-                            c, rep, run_name=name, nested=True, plots=False, tags={"ragrig.sweep": spec.name}),
-                            cfg, report, f"{spec.name}: {label}")
-                    result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
-                                                time.perf_counter() - t2, run_id))
+        with frozen_heap():
+            _run_groups(spec, groups, sets, result, seen_texts, parent, call, progress)
     finally:
         result.seconds["total"] = time.perf_counter() - t0
         if parent is not None:
             _finish_parent(configs[0][2], result)
     return result
+
+
+def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any], RagrigConfig]]], sets: list[Any],
+                result: SweepResult, seen_texts: set[str], parent: Any, call: Any, progress: bool) -> None:
+    from eval.relevance import resolve_testset
+    from eval.runner import evaluate
+    from retrieval.ingest.pipeline import IngestPipeline
+    from retrieval.retriever import Retriever
+    from retrieval.store.version import IndexVersion
+
+    for _, items in groups.items():
+        cfg0 = items[0][2]
+        t1 = time.perf_counter()
+        stats = call("ingest", lambda c: IngestPipeline(c, progress=progress).run(), cfg0)
+        version = IndexVersion.current(cfg0)
+        seen_texts.update(c.sha256 for c in version.chunks)
+        result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
+                                         stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
+        retriever = Retriever(cfg0, version)
+        retriever.reuse_candidates(True)
+        resolved = [resolve_testset(ts, version.documents_by_id) for ts in sets]  # once per index
+        for label, ov, cfg in items:
+            for ts, targets in zip(sets, resolved):
+                t2 = time.perf_counter()
+                report = call("evaluate", lambda c, t, r, lb, tg: evaluate(c, t, r, label=lb, targets=tg),
+                              cfg, ts, retriever, label, targets)
+                run_id = None
+                if parent is not None:
+                    from eval.mlflow_log import log_report
+
+                    run_id = call("log-mlflow", lambda c, rep, name: log_report(
+                        c, rep, run_name=name, nested=True, plots=False, tags={"ragrig.sweep": spec.name}),
+                        cfg, report, f"{spec.name}: {label}")
+                result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
+                                            time.perf_counter() - t2, run_id))
 
 
 def _start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:

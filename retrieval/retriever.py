@@ -71,12 +71,16 @@ class Retriever:
         self.candidate_memo: dict[tuple[Any, ...], dict[str, float]] | None = None
         self.qvec_memo: dict[str, np.ndarray] | None = None
         self._rank_memo: dict[int, tuple[dict[str, float], dict[str, int]]] = {}
+        self._processed_memo: dict[tuple[int, str], ProcessedQuery] = {}
         self._last_dedup = 0
+        # a published version never changes, so count once: Chroma's count() is a SQLite round trip per call
+        self._vector_count: int | None = None
         self.load_ms = self._warm()
 
     def reuse_candidates(self, on: bool = True) -> None:
         self.candidate_memo = {} if on else None
         self._rank_memo = {}
+        self._processed_memo = {}
         self.qvec_memo = {} if on else None
 
     def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
@@ -94,6 +98,15 @@ class Retriever:
     def dedup_keys(self) -> list[tuple[tuple[Any, ...], ...]]:
         """De-duplication keys per chunk row, computed once per index version."""
         return [dedup_key(c) for c in self.chunks]
+
+    @cached_property
+    def dedup_prone(self) -> list[bool]:
+        """Per row: does any other chunk share one of its keys? Rows that cannot collide skip the check."""
+        count: dict[tuple[Any, ...], int] = defaultdict(int)
+        for keys in self.dedup_keys:
+            for k in keys:
+                count[k] += 1
+        return [any(count[k] > 1 for k in keys) for keys in self.dedup_keys]
 
     @cached_property
     def term_index(self) -> TermIndex:
@@ -124,7 +137,9 @@ class Retriever:
         return {self.chunks[i].chunk_id: s for i, s in self.bm25.search(toks, n, mask)}
 
     def vector_runs(self, vecs: np.ndarray, n: int, mask: np.ndarray | None = None) -> list[dict[str, float]]:
-        total = self.collection.count()
+        if self._vector_count is None:
+            self._vector_count = int(self.collection.count())
+        total = self._vector_count
         if total == 0 or len(vecs) == 0:
             return [{} for _ in range(len(vecs))]
         kwargs: dict[str, Any] = {}
@@ -227,22 +242,9 @@ class Retriever:
         mask: np.ndarray | None,
     ) -> list[Hit]:
         ranks = {s: self._ranks(run) for s, run in runs.items()}
-        hits: list[Hit] = []
-        seen: set[tuple[Any, ...]] = set()
-        self._last_dedup = 0
-        for cid, score in fused:
-            if score < r.min_relevance:
-                break
-            row = self.row[cid]
-            if r.dedup:
-                keys = self.dedup_keys[row]
-                if not seen.isdisjoint(keys):
-                    self._last_dedup += 1
-                    continue
-                seen.update(keys)
-            hits.append(self._hit(row, score, runs, ranks))
-            if len(hits) >= max(top_k, r.adaptive.max_results if r.adaptive.enabled else 0) and not pq.comparison:
-                break
+        enough = max(top_k, r.adaptive.max_results if r.adaptive.enabled else 0)
+        selected = self._select(fused, r, None if pq.comparison else enough)
+        hits = [self._hit(row, score, runs, ranks) for row, score in selected]
         if pq.comparison:
             hits = self._guarantee_entities(pq.comparison, hits, runs, ranks, r, top_k, mask)
         hits = hits[:top_k]
@@ -251,6 +253,41 @@ class Retriever:
         if r.section_expansion_tokens > 0:
             hits = self._expand_sections(hits, r.section_expansion_tokens)
         return hits
+
+    def _select(self, fused: list[tuple[str, float]], r: RetrievalConfig, limit: int | None) -> list[tuple[int, float]]:
+        """(row, score) of the fused list above min_relevance, de-duplicated (identical text, or pieces of
+        one section: the first one stays), up to ``limit``."""
+        out: list[tuple[int, float]] = []
+        seen: set[tuple[Any, ...]] = set()
+        self._last_dedup = 0
+        prone = self.dedup_prone if r.dedup else []
+        for cid, score in fused:
+            if score < r.min_relevance:
+                break
+            row = self.row[cid]
+            if r.dedup and prone[row]:
+                keys = self.dedup_keys[row]
+                if not seen.isdisjoint(keys):
+                    self._last_dedup += 1
+                    continue
+                seen.update(keys)
+            out.append((row, score))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    @staticmethod
+    def _plain(pq: ProcessedQuery, r: RetrievalConfig) -> bool:
+        """Whether shaping is only selection: nothing to pin (comparison), cut adaptively or expand."""
+        return not (pq.comparison or r.adaptive.enabled or r.section_expansion_tokens > 0)
+
+    def _cut(self, fused: list[tuple[str, float]], runs: Runs, r: RetrievalConfig, top_k: int,
+             n_hits: int) -> tuple[list[Hit], list[Chunk]]:
+        """``shape`` for a plain query, lean: the same selection, full Hits for the first ``n_hits`` only."""
+        ranks = {s: self._ranks(run) for s, run in runs.items()}
+        selected = self._select(fused, r, top_k)
+        hits = [self._hit(row, score, runs, ranks) for row, score in selected[:n_hits]]
+        return hits, [self.chunks[row] for row, _ in selected]
 
     def entity_row(self, entity: str, r: RetrievalConfig, mask: np.ndarray | None) -> int | None:
         """The best chunk for a named thing: a header match first, else the top hybrid hit for the name alone."""
@@ -315,9 +352,12 @@ class Retriever:
     def search(
         self, query: str, *, top_k: int | None = None, filters: Filters | None = None, qvec: np.ndarray | None = None,
         retrieval: RetrievalConfig | None = None, use_cache: bool = True, max_hops: int | None = None,
-        processed: ProcessedQuery | None = None,
+        processed: ProcessedQuery | None = None, lean: int | None = None,
     ) -> RetrievalResult:
-        """Hybrid retrieval for one query; ``max_hops`` (default: retrieval.max_hops) > 0 adds multi-hop."""
+        """Hybrid retrieval for one query; ``max_hops`` (default: retrieval.max_hops) > 0 adds multi-hop.
+        ``lean=n`` (batch evaluation): when shaping is only selection (no comparison, adaptive cut, section
+        expansion or hops), build full Hits for the first n only and return the whole ranking as chunks in
+        ``result.ranked``; the ranking is the same either way."""
         r = retrieval or self.cfg.retrieval
         k = top_k or r.top_k
         hops = r.max_hops if max_hops is None else max_hops
@@ -343,13 +383,17 @@ class Retriever:
         fused = self.fuse_runs(runs, r)
         t["fuse"] = (time.perf_counter() - t1) * 1000
         t1 = time.perf_counter()
-        hits = self.shape(pq, fused, runs, r, k, mask)
+        ranked = None
+        if lean is not None and hops == 0 and self._plain(pq, r):
+            hits, ranked = self._cut(fused, runs, r, k, lean)
+        else:
+            hits = self.shape(pq, fused, runs, r, k, mask)
         t["shape"] = (time.perf_counter() - t1) * 1000
         t["total"] = (time.perf_counter() - t0) * 1000
         result = RetrievalResult(
             query=pq.raw, normalized=pq.text, bm25_query=pq.bm25_text, expansions=pq.expansions,
             comparison=pq.comparison, hits=hits, version=self.version.version, timings_ms=t,
-            candidates={s: len(run) for s, run in runs.items()},
+            candidates={s: len(run) for s, run in runs.items()}, ranked=ranked,
         )
         if hops > 0:
             from retrieval.multihop import multi_hop
@@ -366,11 +410,20 @@ class Retriever:
 
     def search_many(
         self, queries: Sequence[str], *, top_k: int | None = None, filters: Filters | None = None,
-        retrieval: RetrievalConfig | None = None, max_hops: Sequence[int | None] | None = None,
+        retrieval: RetrievalConfig | None = None, max_hops: Sequence[int | None] | None = None, lean: int | None = None,
     ) -> list[RetrievalResult]:
         """Many queries with one batched query-embedding call (what evaluation uses)."""
         r = retrieval or self.cfg.retrieval
-        processed = [self.processor_for(r).process(q) for q in queries]
+        proc = self.processor_for(r)
+        if self.candidate_memo is None:
+            processed = [proc.process(q) for q in queries]
+        else:  # sweeps: each processor handles each query once
+            processed = []
+            for q in queries:
+                pq = self._processed_memo.get((id(proc), q))
+                if pq is None:
+                    pq = self._processed_memo[(id(proc), q)] = proc.process(q)
+                processed.append(pq)
         vecs: np.ndarray | None = None
         if "vector" in self._active_sources(r):
             t0 = time.perf_counter()
@@ -392,7 +445,7 @@ class Retriever:
             for i, q in enumerate(queries):
                 res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
                                   use_cache=False, max_hops=None if max_hops is None else max_hops[i],
-                                  processed=processed[i])
+                                  processed=processed[i], lean=lean)
                 if vecs is not None:
                     res.timings_ms["embed"] = per
                 out.append(res)

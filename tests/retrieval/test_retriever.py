@@ -278,3 +278,64 @@ def test_reused_candidates_give_the_same_results(indexed, method):
         assert [(h.chunk_id, round(h.score, 12)) for h in a.hits] == [(h.chunk_id, round(h.score, 12)) for h in b.hits]
         assert [(h.chunk_id, round(h.score, 12)) for h in b.hits] == [(h.chunk_id, round(h.score, 12)) for h in c.hits]
         assert [h.sources for h in a.hits] == [h.sources for h in c.hits]
+
+
+@pytest.mark.parametrize("memo", [False, True])
+@pytest.mark.parametrize("update", [
+    {"fusion": {"method": "rrf"}},
+    {"fusion": {"method": "weighted", "normalization": "minmax"}},
+    {"min_relevance": 0.3},
+    {"dedup": False},
+    {"adaptive": {"enabled": True}},  # not plain: full shaping, same as without lean
+    {"section_expansion_tokens": 60},  # not plain either
+])
+def test_lean_search_ranks_exactly_like_full_search(indexed, memo, update):
+    """Batch evaluation asks for lean results (full Hits for the first few, the ranking as chunks): the
+    ranking, scores and those Hits must be the ones a full search returns, for every shaping setting."""
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 0})
+    for key, val in update.items():
+        cur = getattr(rc, key)
+        rc = rc.model_copy(update={key: cur.model_copy(update=val) if isinstance(val, dict) else val})
+    queries = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke",
+               "re-roll one of your attack dice", "cover and obscured"]
+    full = r.search_many(queries, top_k=12, retrieval=rc)
+    r.reuse_candidates(memo)
+    try:
+        lean = r.search_many(queries, top_k=12, retrieval=rc, lean=3)
+        lean_again = r.search_many(queries, top_k=12, retrieval=rc, lean=3)
+    finally:
+        r.reuse_candidates(False)
+    plain_shaping = not (rc.adaptive.enabled or rc.section_expansion_tokens)
+    for a, b, c in zip(full, lean, lean_again):
+        if b.ranked is None:  # not plain (comparison, adaptive, expansion, duplicates): the full path ran
+            assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits]
+            continue
+        assert plain_shaping and not a.comparison
+        assert [(c_.doc_id, c_.start, c_.end) for c_ in b.ranked] == [(h.doc_id, h.start, h.end) for h in a.hits]
+        assert [h.to_dict() for h in b.hits] == [h.to_dict() for h in a.hits[:3]]
+        assert [x.chunk_id for x in c.ranked] == [x.chunk_id for x in b.ranked]
+    if plain_shaping:
+        assert any(b.ranked is not None for b in lean)  # the lean path really ran
+        assert any(b.ranked is None for b in lean)  # ... and the comparison query took the full path
+
+
+def test_lean_search_deduplicates_like_the_full_path(indexed):
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 0})
+    q = "how far can an operative move"
+    res = r.search(q, top_k=5, retrieval=rc, use_cache=False, lean=2)
+    assert res.ranked is not None
+    first, second = (r.row[h.chunk_id] for h in res.hits[:2])
+    saved = r.dedup_keys[second]
+    r.dedup_keys[second] = r.dedup_keys[first]  # pretend hit 2 duplicates hit 1
+    r.__dict__.pop("dedup_prone", None)  # derived from the keys: recompute
+    try:
+        lean = r.search(q, top_k=5, retrieval=rc, use_cache=False, lean=2)
+        full = r.search(q, top_k=5, retrieval=rc, use_cache=False)
+    finally:
+        r.dedup_keys[second] = saved
+        r.__dict__.pop("dedup_prone", None)
+    assert r.chunks[second].chunk_id not in [c.chunk_id for c in lean.ranked]
+    assert [c.chunk_id for c in lean.ranked] == [h.chunk_id for h in full.hits] and len(full.hits) == 5
+    assert [h.to_dict() for h in lean.hits] == [h.to_dict() for h in full.hits[:2]]
