@@ -7,6 +7,7 @@ ourselves (still only safe constructors) and keep a map from key paths to lines.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,4 +114,15 @@ def load_yaml(path: str | Path) -> LocatedYaml:
         raise InputError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"{p}: cannot read ({exc.strerror})") from None
-    return parse_yaml_text(text, p)
+    # a sweep loads the same base files once per config: parse each (path, text) once, hand out copies
+    key = (str(p), text)
+    parsed = _parsed.get(key)
+    if parsed is None:
+        parsed = parse_yaml_text(text, p)
+        if len(_parsed) >= 64:
+            _parsed.clear()
+        _parsed[key] = parsed
+    return LocatedYaml(path=parsed.path, data=copy.deepcopy(parsed.data), lines=dict(parsed.lines))
+
+
+_parsed: dict[tuple[str, str], LocatedYaml] = {}

@@ -11,6 +11,7 @@ P_k, recall_k, recip_rank, map_cut_k and ndcg_cut_k (linear gain); a test checks
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,51 +40,48 @@ def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequ
     ideal = sorted((t.grade for t in targets), reverse=True)
     out: dict[str, float] = {}
     kmax = max(ks)
-    rel_flags: list[bool] = []
-    new_gain: list[float] = []
-    new_count: list[int] = []
-    seen: set[int] = set()
     by_doc: dict[str, list[int]] = {}
     for j, t in enumerate(targets):
         by_doc.setdefault(t.doc_id, []).append(j)
-    for item in ranking[:kmax]:
+    # the relevant ranks only (usually a handful of 100): rank index, sections first touched there, their gain
+    rel: list[tuple[int, int, float]] = []
+    seen: set[int] = set()
+    for i, item in enumerate(ranking[:kmax]):
         js = by_doc.get(item.doc_id)
-        hit = [j for j in js if targets[j].touches(item.doc_id, item.start, item.end)] if js else []
-        rel_flags.append(bool(hit))
+        if not js:
+            continue
+        hit = [j for j in js if targets[j].touches(item.doc_id, item.start, item.end)]
+        if not hit:
+            continue
         fresh = [j for j in hit if j not in seen]
         seen.update(fresh)
-        new_gain.append(float(sum(targets[j].grade for j in fresh)))
-        new_count.append(len(fresh))
-    # one pass of prefix sums; every k reads them (each k used to re-slice and re-sum the ranking)
-    n = len(rel_flags)
-    hits_upto = [0] * (n + 1)  # relevant chunks in ranks 1..i
-    covered_upto = [0] * (n + 1)  # expected sections first touched in ranks 1..i
-    dcg_upto = [0.0] * (n + 1)
-    ap_upto = [0.0] * (n + 1)
-    first_rel = None
-    for i in range(n):
-        f = rel_flags[i]
-        if f and first_rel is None:
-            first_rel = i
-        hits_upto[i + 1] = hits_upto[i] + f
-        covered_upto[i + 1] = covered_upto[i] + new_count[i]
-        dcg_upto[i + 1] = dcg_upto[i] + (new_gain[i] / math.log2(i + 2) if new_gain[i] else 0.0)
-        ap_upto[i + 1] = ap_upto[i] + (new_count[i] * hits_upto[i + 1] / (i + 1) if new_count[i] else 0.0)
+        rel.append((i, len(fresh), float(sum(targets[j].grade for j in fresh))))
+    # running sums over the relevant ranks, in rank order (what a sum over every rank adds up to exactly)
+    cum: list[tuple[int, int, float, float]] = []  # (rank index, sections covered, dcg, ap) up to that rank
+    covered, dcg, ap = 0, 0.0, 0.0
+    for n_hits, (i, fresh, gain) in enumerate(rel, 1):
+        covered += fresh
+        if gain:
+            dcg += gain / math.log2(i + 2)
+        if fresh:
+            ap += fresh * n_hits / (i + 1)
+        cum.append((i, covered, dcg, ap))
     idcg_upto = [0.0]
     for i, g in enumerate(ideal):
         idcg_upto.append(idcg_upto[-1] + g / math.log2(i + 2))
+    first_rel = rel[0][0] if rel else None
     for k in ks:
-        m = min(k, n)
-        n_hits = hits_upto[m]
+        n_hits = bisect_left(cum, (k,))  # relevant ranks with index < k
+        _, covered, dcg, ap = cum[n_hits - 1] if n_hits else (0, 0, 0.0, 0.0)
         out[f"precision@{k}"] = n_hits / k
-        out[f"recall@{k}"] = covered_upto[m] / n_rel
+        out[f"recall@{k}"] = covered / n_rel
         out[f"hit_rate@{k}"] = 1.0 if n_hits else 0.0
         out[f"mrr@{k}"] = 0.0 if first_rel is None or first_rel >= k else 1.0 / (first_rel + 1)
-        out[f"map@{k}"] = ap_upto[m] / n_rel
+        out[f"map@{k}"] = ap / n_rel
         idcg = idcg_upto[min(k, len(ideal))]
         # a chunk spanning several expected sections earns all their grades at one rank, which the ideal
         # (one section per rank) cannot: cap at 1, the score of a ranking that covers everything at once
-        out[f"ndcg@{k}"] = min(1.0, dcg_upto[m] / idcg) if idcg > 0 else 0.0
+        out[f"ndcg@{k}"] = min(1.0, dcg / idcg) if idcg > 0 else 0.0
     return out
 
 

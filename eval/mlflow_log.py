@@ -89,10 +89,11 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
 
 
 def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
-               tags: dict[str, str] | None = None, plots: bool = True) -> str:
+               tags: dict[str, str] | None = None, plots: bool = True, param_keys: list[str] | None = None) -> str:
     """One MLflow run for one evaluation; returns the run id. Params, metrics and tags go in one batch.
     ``plots=False`` (sweep children; the parent has the sweep's plots) also skips the per-query MLflow table:
-    report.json and per_query.csv still hold every row."""
+    report.json and per_query.csv still hold every row. ``param_keys`` (sweep children) logs only those
+    config params plus the provenance; the parent run holds the base config and config.yaml the whole one."""
     import mlflow
     import pandas as pd
 
@@ -102,8 +103,11 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
     secrets = _env_secrets()
     with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested) as run:
         # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
+        flat = cfg.flat()
+        if param_keys is not None:
+            flat = {k: flat[k] for k in param_keys if k in flat}
         params = safe_params({
-            **cfg.flat(),
+            **flat,
             "index.version": report.index_version,
             "index.key": report.index_key,
             "embedding.model_id": report.model_id,

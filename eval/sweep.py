@@ -257,9 +257,9 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
                 if parent is not None:
                     from eval.mlflow_log import log_report
 
-                    run_id = call("log-mlflow", lambda c, rep, name: log_report(
-                        c, rep, run_name=name, nested=True, plots=False, tags={"ragrig.sweep": spec.name}),
-                        cfg, report, f"{spec.name}: {label}")
+                    run_id = call("log-mlflow", lambda c, rep, name, keys: log_report(
+                        c, rep, run_name=name, nested=True, plots=False, tags={"ragrig.sweep": spec.name},
+                        param_keys=keys), cfg, report, f"{spec.name}: {label}", sorted(ov))
                 result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
                                             time.perf_counter() - t2, run_id))
 
@@ -267,12 +267,18 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
 def _start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     import mlflow
 
-    from eval.mlflow_log import ensure_experiment
+    from eval.mlflow_log import ensure_experiment, safe_params
 
     exp = ensure_experiment(cfg)
     run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}", tags={"ragrig.sweep": spec.name})
     mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
                        "sweep.configs": len(expand(spec))})
+    # the base config once, here; each child run logs only its own overrides (and provenance)
+    swept = {k for _, ov in expand(spec) for k in ov}
+    base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
+    items = sorted(base.items())
+    for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
+        mlflow.log_params(dict(items[i : i + 100]))
     return run
 
 

@@ -13,6 +13,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from retrieval.bm25 import Bm25Index
 from retrieval.cache import QueryCache
 from retrieval.embedding import Embedder, model_id
 from retrieval.filters import Filters
-from retrieval.fusion import fuse, max_score, minmax, rrf_from_ranks
+from retrieval.fusion import NORMALIZERS, fuse, max_score, minmax, rrf_from_ranks
 from retrieval.header_index import HeaderIndex
 from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
 from retrieval.results import Hit, RetrievalResult, SourceScore
@@ -38,6 +39,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Runs = dict[str, dict[str, float]]
+
+
+@dataclass
+class _Candidates:
+    """One query's memoised candidates as arrays (sweeps): ids in id order, their rows, per-source ranks
+    (0 where absent) and presence, which may need de-duplication, and normalised scores per method."""
+
+    ids: list[str]
+    rows: np.ndarray
+    ranks: dict[str, tuple[np.ndarray, np.ndarray]]
+    prone: np.ndarray
+    normed: dict[tuple[str, str], np.ndarray]
 
 
 class Retriever:
@@ -72,6 +85,7 @@ class Retriever:
         self.qvec_memo: dict[str, np.ndarray] | None = None
         self._rank_memo: dict[int, tuple[dict[str, float], dict[str, int]]] = {}
         self._processed_memo: dict[tuple[int, str], ProcessedQuery] = {}
+        self._cand_memo: dict[tuple[int, ...], _Candidates] = {}
         self._last_dedup = 0
         # a published version never changes, so count once: Chroma's count() is a SQLite round trip per call
         self._vector_count: int | None = None
@@ -81,6 +95,7 @@ class Retriever:
         self.candidate_memo = {} if on else None
         self._rank_memo = {}
         self._processed_memo = {}
+        self._cand_memo = {}
         self.qvec_memo = {} if on else None
 
     def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
@@ -98,6 +113,10 @@ class Retriever:
     def dedup_keys(self) -> list[tuple[tuple[Any, ...], ...]]:
         """De-duplication keys per chunk row, computed once per index version."""
         return [dedup_key(c) for c in self.chunks]
+
+    @cached_property
+    def _prone_np(self) -> np.ndarray:
+        return np.asarray(self.dedup_prone, dtype=bool)
 
     @cached_property
     def dedup_prone(self) -> list[bool]:
@@ -289,6 +308,103 @@ class Retriever:
         hits = [self._hit(row, score, runs, ranks) for row, score in selected[:n_hits]]
         return hits, [self.chunks[row] for row, _ in selected]
 
+    def _candidates(self, runs: Runs) -> _Candidates:
+        key = tuple(id(run) for run in runs.values())
+        cs = self._cand_memo.get(key)
+        if cs is None:
+            ids = sorted({c for run in runs.values() for c in run})  # id order: the tie-break
+            pos = {c: i for i, c in enumerate(ids)}
+            rows = np.fromiter((self.row[c] for c in ids), dtype=np.int64, count=len(ids))
+            ranks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for source, run in runs.items():
+                rk = np.zeros(len(ids))
+                has = np.zeros(len(ids), dtype=bool)
+                for cid, rank in self._ranks(run).items():
+                    rk[pos[cid]] = rank
+                    has[pos[cid]] = True
+                ranks[source] = (rk, has)
+            # rows that share a de-duplication key with another candidate of this query (only they can be
+            # dropped, or drop another); a superset is safe, it only means more rows get checked
+            local = np.zeros(len(ids), dtype=bool)
+            if len(rows) and self._prone_np[rows].any():
+                count: dict[Any, int] = defaultdict(int)
+                for row in rows[self._prone_np[rows]].tolist():
+                    for k in self.dedup_keys[row]:
+                        count[k] += 1
+                local = np.fromiter((self._prone_np[row] and any(count[k] > 1 for k in self.dedup_keys[row])
+                                     for row in rows.tolist()), dtype=bool, count=len(ids))
+            cs = self._cand_memo[key] = _Candidates(ids, rows, ranks, local, {})
+        return cs
+
+    def _fuse_arrays(self, runs: Runs, r: RetrievalConfig) -> tuple[_Candidates, np.ndarray, np.ndarray]:
+        """``fuse_runs`` on arrays over memoised candidates: (candidates, order, scores in that order). The
+        arithmetic is fusion.py's, term by term in the same source order, so scores and ties are bit-identical."""
+        f = r.fusion
+        present = {s: run for s, run in runs.items() if run}
+        cs = self._candidates(present)
+        n = len(cs.ids)
+        acc = np.zeros(n)
+        if f.method == "rrf":
+            included = np.zeros(n, dtype=bool)
+            for source in present:
+                w = float(f.weights.get(source, 0.0))
+                if w == 0.0:
+                    continue
+                rk, has = cs.ranks[source]
+                acc = acc + np.where(has, w / (f.rrf_k + rk), 0.0)
+                included |= has
+            acc = acc / max_score("rrf", list(present), f.weights, f.rrf_k)
+            order = np.argsort(-acc, kind="stable")  # candidates are in id order: ties by id
+            order = order[included[order]]
+            return cs, order, acc[order]
+        contributed = False
+        for source, run in present.items():
+            w = float(f.weights.get(source, 0.0))
+            if w == 0.0:
+                continue
+            normed = cs.normed.get((source, f.normalization))
+            if normed is None:
+                scores = NORMALIZERS[f.normalization](run)
+                floor = min(scores.values())
+                normed = cs.normed[(source, f.normalization)] = np.array([scores.get(c, floor) for c in cs.ids])
+            acc = acc + w * normed
+            contributed = True
+        if not contributed:
+            return cs, np.zeros(0, dtype=np.int64), acc[:0]
+        order = np.argsort(-acc, kind="stable")
+        lo, hi = float(acc.min()), float(acc.max())
+        scaled = np.ones(n) if hi - lo <= 1e-12 else (acc - lo) / (hi - lo)
+        return cs, order, scaled[order]
+
+    def _cut_arrays(self, cs: _Candidates, order: np.ndarray, scores: np.ndarray, runs: Runs, r: RetrievalConfig,
+                    top_k: int, n_hits: int) -> tuple[list[Hit], list[Chunk]]:
+        """``_cut`` on arrays: the same selection (min_relevance, de-duplication), Hits for the first n."""
+        if r.min_relevance > 0:
+            below = np.nonzero(scores < r.min_relevance)[0]
+            if len(below):
+                order, scores = order[: below[0]], scores[: below[0]]
+        rows = cs.rows[order]
+        self._last_dedup = 0
+        if r.dedup and cs.prone.any():
+            # only rows that share a key with another candidate can be dropped: walk those, in order, until
+            # top_k rows are kept (the rows before position i that were kept: i - skipped)
+            keep = np.ones(len(rows), dtype=bool)
+            seen: set[tuple[Any, ...]] = set()
+            for i in np.nonzero(cs.prone[order])[0].tolist():
+                if i - self._last_dedup >= top_k:
+                    break
+                keys = self.dedup_keys[int(rows[i])]
+                if seen.isdisjoint(keys):
+                    seen.update(keys)
+                else:
+                    keep[i] = False
+                    self._last_dedup += 1
+            rows, scores = rows[keep], scores[keep]
+        selected = list(zip(rows[:top_k].tolist(), scores[:top_k].tolist()))
+        ranks = {s: self._ranks(run) for s, run in runs.items()}
+        hits = [self._hit(row, score, runs, ranks) for row, score in selected[:n_hits]]
+        return hits, [self.chunks[row] for row, _ in selected]
+
     def entity_row(self, entity: str, r: RetrievalConfig, mask: np.ndarray | None) -> int | None:
         """The best chunk for a named thing: a header match first, else the top hybrid hit for the name alone."""
         for m in self.headers.lookup(entity, r.header_threshold):
@@ -380,14 +496,21 @@ class Retriever:
             t["embed"] = (time.perf_counter() - t1) * 1000
         runs = self.candidate_runs(pq, qvec, r, mask, t)
         t1 = time.perf_counter()
-        fused = self.fuse_runs(runs, r)
-        t["fuse"] = (time.perf_counter() - t1) * 1000
-        t1 = time.perf_counter()
         ranked = None
-        if lean is not None and hops == 0 and self._plain(pq, r):
-            hits, ranked = self._cut(fused, runs, r, k, lean)
+        if lean is not None and hops == 0 and self._plain(pq, r) and self.candidate_memo is not None:
+            # sweeps: fusion and selection on arrays over the memoised candidates (bit-identical scores)
+            cs, order, scores = self._fuse_arrays(runs, r)
+            t["fuse"] = (time.perf_counter() - t1) * 1000
+            t1 = time.perf_counter()
+            hits, ranked = self._cut_arrays(cs, order, scores, runs, r, k, lean)
         else:
-            hits = self.shape(pq, fused, runs, r, k, mask)
+            fused = self.fuse_runs(runs, r)
+            t["fuse"] = (time.perf_counter() - t1) * 1000
+            t1 = time.perf_counter()
+            if lean is not None and hops == 0 and self._plain(pq, r):
+                hits, ranked = self._cut(fused, runs, r, k, lean)
+            else:
+                hits = self.shape(pq, fused, runs, r, k, mask)
         t["shape"] = (time.perf_counter() - t1) * 1000
         t["total"] = (time.perf_counter() - t0) * 1000
         result = RetrievalResult(

@@ -162,11 +162,10 @@ class IngestPipeline:
             previous = self.layout.current_version()
             prev_docs: dict[str, Document] = {}
             prev_chunks: dict[str, list[Chunk]] = defaultdict(list)
+            pv = None
             if previous is not None and not self.force:
                 pv = IndexVersion(self.cfg, self.layout, previous)
                 prev_docs = pv.documents_by_id
-                for c in pv.chunks:
-                    prev_chunks[c.doc_id].append(c)
             to_extract: list[SourceDoc] = []
             reused: list[Document] = []
             seen: set[str] = set()
@@ -187,6 +186,9 @@ class IngestPipeline:
                 reused.append(prev_docs[doc_id])
                 seen.add(doc_id)
             removed = sorted(set(prev_docs) - seen)
+            if pv is not None and (to_extract or removed):  # the old chunks matter only when something changed
+                for c in pv.chunks:
+                    prev_chunks[c.doc_id].append(c)
             self.stats.docs_unchanged = len(reused)
             self.stats.docs_removed = len(removed)
             self.stats.previous_version = previous

@@ -90,5 +90,11 @@ grid:
 
     child = MlflowClient().get_run(result.rows[0].run_id)
     assert child.data.tags["mlflow.parentRunId"] == result.parent_run_id
+    # a child logs its own overrides and the provenance; the parent holds the rest of the base config
+    swept = set(result.rows[0].overrides)
+    assert swept and swept <= set(child.data.params)
+    assert "index.version" in child.data.params and "embedding.model" not in child.data.params
+    parent_params = MlflowClient().get_run(result.parent_run_id).data.params
+    assert "embedding.model" in parent_params and not swept & set(parent_params)
     parent = MlflowClient().list_artifacts(result.parent_run_id)
     assert {"sweep_summary.md", "sweep.json"} <= {a.path for a in parent}

@@ -284,6 +284,9 @@ def test_reused_candidates_give_the_same_results(indexed, method):
 @pytest.mark.parametrize("update", [
     {"fusion": {"method": "rrf"}},
     {"fusion": {"method": "weighted", "normalization": "minmax"}},
+    {"fusion": {"method": "weighted", "normalization": "zscore", "weights": {"bm25": 0.7, "vector": 1.3}}},
+    {"fusion": {"method": "rrf", "rrf_k": 5, "weights": {"bm25": 1.0, "vector": 0.0, "header": 0.5}}},
+    {"fusion": {"method": "weighted", "weights": {"bm25": 0.0, "vector": 1.0, "header": 2.0}}},
     {"min_relevance": 0.3},
     {"dedup": False},
     {"adaptive": {"enabled": True}},  # not plain: full shaping, same as without lean
@@ -320,7 +323,8 @@ def test_lean_search_ranks_exactly_like_full_search(indexed, memo, update):
         assert any(b.ranked is None for b in lean)  # ... and the comparison query took the full path
 
 
-def test_lean_search_deduplicates_like_the_full_path(indexed):
+@pytest.mark.parametrize("memo", [False, True])
+def test_lean_search_deduplicates_like_the_full_path(indexed, memo):
     cfg, r = indexed
     rc = cfg.retrieval.model_copy(update={"max_hops": 0})
     q = "how far can an operative move"
@@ -330,12 +334,17 @@ def test_lean_search_deduplicates_like_the_full_path(indexed):
     saved = r.dedup_keys[second]
     r.dedup_keys[second] = r.dedup_keys[first]  # pretend hit 2 duplicates hit 1
     r.__dict__.pop("dedup_prone", None)  # derived from the keys: recompute
+    r.__dict__.pop("_prone_np", None)
     try:
+        r.reuse_candidates(memo)
         lean = r.search(q, top_k=5, retrieval=rc, use_cache=False, lean=2)
+        r.reuse_candidates(False)
         full = r.search(q, top_k=5, retrieval=rc, use_cache=False)
     finally:
+        r.reuse_candidates(False)
         r.dedup_keys[second] = saved
         r.__dict__.pop("dedup_prone", None)
+        r.__dict__.pop("_prone_np", None)
     assert r.chunks[second].chunk_id not in [c.chunk_id for c in lean.ranked]
     assert [c.chunk_id for c in lean.ranked] == [h.chunk_id for h in full.hits] and len(full.hits) == 5
     assert [h.to_dict() for h in lean.hits] == [h.to_dict() for h in full.hits[:2]]
