@@ -113,11 +113,17 @@ class Embedder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
+    def encode_sorted(self, texts: Sequence[str], *, prefix: str = "") -> np.ndarray:
+        """Encode texts already ordered by token count, one model call per batch so the batches keep
+        that order (``encode`` re-sorts a call by character length, a poor proxy for tokens: on SRD 5.1
+        its batches padded to 1.34x the real tokens, token-ordered batches to 1.01x)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        size = self.cfg.batch_size
+        return np.vstack([self.encode(texts[i : i + size], prefix=prefix) for i in range(0, len(texts), size)])
+
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         return self.encode(queries, prefix=self.cfg.query_prefix)
-
-    def encode_documents(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        return self.encode(texts, prefix=self.cfg.document_prefix, progress=progress)
 
 
 class EmbeddingCache:
@@ -170,21 +176,29 @@ def embed_with_cache(
     texts: Sequence[str],
     shas: Sequence[str],
     *,
+    tokens: Sequence[int] | None = None,
     progress: bool = False,
     on_batch: Callable[[int], None] | None = None,
     chunk_size: int = 512,
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
 
-    Identical texts are embedded once. New vectors are written to the cache every
-    ``chunk_size`` texts, so an interrupted run keeps what it paid for.
+    Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
+    texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
+    to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
     """
     cached = cache.get_many(embedder.id, shas)
-    todo: dict[str, str] = {}
-    for sha, text in zip(shas, texts):
-        if sha not in cached and sha not in todo:
-            todo[sha] = text
-    items = list(todo.items())
+    todo: dict[str, tuple[str, int]] = {}
+    missing = [i for i, sha in enumerate(shas) if sha not in cached]
+    if missing and tokens is None:
+        counted = embedder.count_tokens([texts[i] for i in missing])
+        lengths = dict(zip(missing, counted))
+    else:
+        lengths = {i: tokens[i] for i in missing} if tokens is not None else {}
+    for i in missing:
+        if shas[i] not in todo:
+            todo[shas[i]] = (texts[i], lengths[i])
+    items = sorted(todo.items(), key=lambda it: -it[1][1])
     bar = None
     if progress and items:
         from tqdm import tqdm
@@ -192,7 +206,7 @@ def embed_with_cache(
         bar = tqdm(total=len(items), desc="embed", unit="chunk")
     for i in range(0, len(items), chunk_size):
         part = items[i : i + chunk_size]
-        vecs = embedder.encode_documents([t for _, t in part])
+        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix)
         new = [(sha, v) for (sha, _), v in zip(part, vecs)]
         cache.put_many(embedder.id, new)
         cached.update(new)

@@ -86,19 +86,19 @@ def _fence_aware_paragraphs(text: str, start: int, end: int) -> list[tuple[int, 
 
 
 class _Splitter:
-    def __init__(self, text: str, prefix: str, limit: int, count: TokenCounter) -> None:
+    def __init__(self, text: str, prefix_tokens: int, limit: int, count: TokenCounter) -> None:
         self.text = text
-        self.prefix = prefix
+        self.prefix_tokens = prefix_tokens  # the header path's tokens + 1 for the newline joiner (0: no path)
         self.limit = limit
         self.count = count
-        self.prefix_tokens = count([prefix])[0] + 1 if prefix else 0  # +1: the newline joiner
 
     def fits(self, start: int, end: int) -> bool:
         return self.prefix_tokens + self.count([self.text[start:end]])[0] <= self.limit
 
-    def split(self, start: int, end: int) -> list[tuple[int, int]]:
-        """Cover text[start:end] with as few stripped spans as fit, in order, never overlapping."""
-        if self.fits(start, end):
+    def split(self, start: int, end: int, fits: bool | None = None) -> list[tuple[int, int]]:
+        """Cover text[start:end] with as few stripped spans as fit, in order, never overlapping.
+        ``fits``: whether the whole span fits, when the caller already counted it."""
+        if fits if fits is not None else self.fits(start, end):
             return [(start, end)]
         for units in (
             _fence_aware_paragraphs(self.text, start, end),
@@ -110,17 +110,56 @@ class _Splitter:
         return self._words(start, end)
 
     def _pack(self, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Greedy packing on the units' own counts (+1 per join), then one batched check of the spans that
+        joined units: from the first one that does not fit (a tokenizer for which a joined text counts more
+        than its parts plus joins), the rest is packed growing each span only while the joined text fits.
+        (WordPiece never gets there, so it pays one count per unit and one per joined span.)"""
         sizes = self.count([self.text[s:e] for s, e in units])
+        budget = self.limit - self.prefix_tokens
+        out: list[tuple[int, int]] = []
+        first: list[int] = []  # index of each span's first unit
+        joined: list[int] = []  # spans of more than one unit, still to check
+        cur = -1  # first unit of the open span
+        cur_size = 0
+
+        def close(upto: int) -> None:
+            if cur >= 0:
+                out.append((units[cur][0], units[upto - 1][1]))
+                first.append(cur)
+                if upto - cur > 1:
+                    joined.append(len(out) - 1)
+
+        for i, n in enumerate(sizes):
+            if n > budget:  # a unit that alone does not fit: split it further
+                close(i)
+                cur = -1
+                for piece in self.split(*units[i], fits=False):
+                    out.append(piece)
+                    first.append(i)
+                continue
+            if cur >= 0 and cur_size + n + 1 <= budget:
+                cur_size += n + 1
+            else:
+                close(i)
+                cur, cur_size = i, n
+        close(len(units))
+        counts = self.count([self.text[out[j][0] : out[j][1]] for j in joined]) if joined else []
+        bad = [j for j, n in zip(joined, counts) if self.prefix_tokens + n > self.limit]
+        if not bad:
+            return out
+        return out[: bad[0]] + self._pack_exact(units[first[bad[0]] :], sizes[first[bad[0]] :])
+
+    def _pack_exact(self, units: list[tuple[int, int]], sizes: list[int]) -> list[tuple[int, int]]:
         budget = self.limit - self.prefix_tokens
         out: list[tuple[int, int]] = []
         cur: tuple[int, int] | None = None
         cur_size = 0
         for (s, e), n in zip(units, sizes):
-            if n > budget:  # a unit that alone does not fit: split it further
+            if n > budget:
                 if cur:
                     out.append(cur)
                     cur, cur_size = None, 0
-                out.extend(self.split(s, e))
+                out.extend(self.split(s, e, fits=False))
                 continue
             if cur is not None and cur_size + n + 1 <= budget and self.fits(cur[0], e):
                 cur, cur_size = (cur[0], e), cur_size + n + 1
@@ -191,20 +230,24 @@ def chunk_document(doc: Document, params: ChunkingParams, count: TokenCounter = 
     title = str(doc.metadata.get("title") or "")
     chunks: list[Chunk] = []
     base_meta = {k: v for k, v in {**meta, **doc.metadata}.items()}
+    # each region's span to fit and header path; their token counts in two batched calls per document
+    todo: list[tuple[int, int, int, int, int, list[str]]] = []  # start, end, body span, level, header path
     for start, end, path, level, bstart in regions:
         start, end = _strip_span(text, start, end)
         body_s, body_e = _strip_span(text, max(bstart, start), end) if level else (start, end)
         if level and body_e <= body_s and params.drop_empty_sections:
             continue
-        header_path = list(path) if path else ([title] if title else [])
-        prefix = HEADER_SEP.join(header_path)
-        splitter = _Splitter(text, prefix, params.max_tokens, count)
-        if level == 0 or body_e <= body_s:
-            pieces = splitter.split(start, end)
-        else:
-            pieces = splitter.split(body_s, body_e)
-            # the header line belongs to the first piece
-            pieces[0] = (start, pieces[0][1])
+        todo.append((start, end, body_s, body_e, level, list(path) if path else ([title] if title else [])))
+    prefixes = sorted({HEADER_SEP.join(hp) for *_, hp in todo} - {""})
+    prefix_tokens = dict(zip(prefixes, (n + 1 for n in count(prefixes)))) if prefixes else {}
+    spans = [(s, e) if level == 0 or be <= bs else (bs, be) for s, e, bs, be, level, _ in todo]
+    span_tokens = count([text[s:e] for s, e in spans]) if spans else []
+    for (start, _end, body_s, body_e, level, header_path), (s0, e0), n in zip(todo, spans, span_tokens):
+        ptok = prefix_tokens.get(HEADER_SEP.join(header_path), 0)
+        splitter = _Splitter(text, ptok, params.max_tokens, count)
+        pieces = splitter.split(s0, e0, fits=ptok + n <= params.max_tokens)
+        if not (level == 0 or body_e <= body_s):
+            pieces[0] = (start, pieces[0][1])  # the header line belongs to the first piece
         for part, (ps, pe) in enumerate(pieces):
             body = text[ps:pe]
             if part == 0 and level:

@@ -264,6 +264,7 @@ class IngestPipeline:
                 self.embed_cache,
                 [c.search_text for c in chunks],
                 [c.sha256 for c in chunks],
+                tokens=[c.tokens for c in chunks],
                 progress=self.progress,
             )
             self.stats.chunks_embedded = new

@@ -292,6 +292,21 @@ def test_word_longer_than_window_is_cut_by_characters():
     assert all(c.header_path == ["H"] for c in chunks)
 
 
+def joins_cost_three(texts):
+    """Whitespace tokens, plus 3 per paragraph break: joined paragraphs count more than parts + 1 per join."""
+    return [len(t.split()) + 3 * t.count("\n\n") for t in texts]
+
+
+def test_packing_rechecks_joined_spans_for_tokenizers_that_count_joins():
+    # body budget 20 - 2 = 18; paragraphs of 5: the estimate (5 + 1 + 5 + 1 + 5 = 17) packs three,
+    # but joined they count 15 + 2 * 3 = 21 > 18, so from there each span grows only while it fits: two per piece
+    paras = [para(t, 5) for t in "abcd"]
+    md = "# H\n\n" + "\n\n".join(paras) + "\n"
+    chunks = chunk(md, max_tokens=20, count=joins_cost_three)  # check_invariants: every piece <= 20
+    assert [c.text for c in chunks] == ["# H\n\n" + "\n\n".join(paras[:2]), "\n\n".join(paras[2:])]
+    assert [c.tokens for c in chunks] == [14, 14]  # "H" + 10 words + 3 for the break
+
+
 def test_a_section_that_fits_is_not_split():
     md = f"# H\n\n{para('a', 7)}\n\n{para('b', 7)}\n"
     chunks = chunk(md, max_tokens=16)  # 1 + 14 = 15 <= 16

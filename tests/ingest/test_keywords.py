@@ -111,3 +111,34 @@ def test_mentioned_in_order_of_first_mention(normalizer):
     assert normalizer.mentioned(text) == ["Escaping a Grapple", "Accurate", "Lethal", "SHIELD WALL"]
     assert normalizer.mentioned("Lethal 5+ before escaping a grapple") == ["Lethal", "Escaping a Grapple"]
     assert normalizer.mentioned("nothing relevant here, not even lethal") == []
+
+
+def _regex_counts(keys: list[str], texts: list[str]) -> dict[str, int]:
+    """The definition count_in_texts implements: a longest-first alternation between word boundaries."""
+    import re
+    from collections import Counter
+
+    rx = re.compile(r"(?<!\w)(" + "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)) + r")(?!\w)")
+    found = Counter(m.group(1) for t in texts for m in rx.finditer(t.casefold()))
+    return {k: found.get(k, 0) for k in keys}
+
+
+def test_count_in_texts_equals_the_regex_definition_on_random_texts():
+    import random
+
+    rng = random.Random(7)
+    # prefixes of each other, punctuation at either end, inner whitespace, terms that overlap
+    titles = ["Half", "Half-Elf", "Elf", "Armor Class (AC)", "(Optional) Rule", "Rule of Three", "Three",
+              "Spell Slots", "Spell", "d20 Test", "Test.", "Dash", "Dash Action"]
+    words = ["half", "Half-", "-elf", "elf", "elfish", "armor", "class", "(ac)", "(AC).", "(optional)", "x(optional)",
+             "rule", "of", "three", "three.", "(ac)s", "(AC)_", "spell", "slots", "spells", "d20", "test.", "test..", "dash", "action",
+             "_dash", "dash_", "—", "Spell\nSlots", "spell  slots"]
+    terms = mine_terms(titles)
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 25))).replace(" -", "-")
+             for _ in range(400)]
+    texts += ["Your Armor Class (AC) rises.", "armor class (ac)s", "x(optional) rule; (Optional) Rule of three", "a half-elf's half-elfish"]
+    count_in_texts(terms, texts)
+    expected = _regex_counts(list(terms), texts)
+    assert {k: t.text_count for k, t in terms.items()} == expected
+    assert sum(expected.values()) > 300  # the texts do mention the terms, in many combinations
+    assert expected["half-elf"] and expected["armor class (ac)"] and expected["(optional) rule"]
