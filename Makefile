@@ -41,8 +41,9 @@ test-fast: install
 	$(PY) -m pytest -q -m "not slow"
 
 # Every benchmark of docs/results.md, then benchmarks/results/README.md (tables, goals, plots). Needs ../shared
-# (SciFact, SRD). About an hour on 2 cores the first time (SciFact cold ingest ~6 min twice, the 1M-chunk
-# synthetic index ~25 min; built synthetic indexes are reused); BENCH_SIZES=100000 for a quicker pass.
+# (SciFact, SRD). About an hour on 2 cores the first time (SciFact: a cold ingest and two raw encodes,
+# ~16 min; the 1M-chunk synthetic index ~17 min to build, reused afterwards); BENCH_SIZES=100000 for a
+# quicker pass.
 BENCH_SIZES ?= 100000 1000000
 bench: install
 	$(PY) benchmarks/ingest_vs_encode.py --config configs/srd.yaml

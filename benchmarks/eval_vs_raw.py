@@ -153,7 +153,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     clock.wrap(retriever.processor_for(r), "process", "query processing")
     clock.wrap(retriever.embedder, "encode_queries", "embed", items=lambda qs: len(qs))
     clock.wrap(retriever, "bm25_run", "bm25 (tokenise + top-n + id mapping)")
-    clock.wrap(retriever, "vector_runs", "vector (Chroma query per query)")
+    clock.wrap(retriever, "vector_runs", "vector (one batched Chroma query)")
     clock.wrap(retriever, "header_run", "header lookup")
     clock.wrap(retriever, "fuse_runs", "fusion")
     clock.wrap(retriever, "shape", "shaping (full: comparison, adaptive, expansion)")
@@ -247,7 +247,7 @@ def markdown(doc: dict[str, Any]) -> str:
                    f"exclusive seconds per stage; (b) medians for comparison):"), "",
                   "| stage | calls | s | (b) s |", "|---|---:|---:|---:|"]
         counterpart = {"embed": raw["encode_s"]["median"], "bm25 (tokenise + top-n + id mapping)": raw["bm25_s"]["median"],
-                       "vector (Chroma query per query)": raw["vector_s"]["median"]}
+                       "vector (one batched Chroma query)": raw["vector_s"]["median"]}
         for stage, v in inst["stages"].items():
             calls = f"{v['calls']}" + (f" ({v['texts']} texts)" if "texts" in v else "")
             b = counterpart.get(stage)

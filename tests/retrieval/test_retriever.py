@@ -348,3 +348,34 @@ def test_lean_search_deduplicates_like_the_full_path(indexed, memo):
     assert r.chunks[second].chunk_id not in [c.chunk_id for c in lean.ranked]
     assert [c.chunk_id for c in lean.ranked] == [h.chunk_id for h in full.hits] and len(full.hits) == 5
     assert [h.to_dict() for h in lean.hits] == [h.to_dict() for h in full.hits[:2]]
+
+
+@pytest.mark.parametrize("memo", [False, True])
+@pytest.mark.parametrize("filters", [None, Filters(path="weapons.md")])
+def test_search_many_fetches_vectors_in_one_batch_and_ranks_like_search(indexed, memo, filters, monkeypatch):
+    """search_many asks Chroma once for every query's vector candidates; hits, scores and each source's
+    rank must equal one search per query, with a filter and with the sweep memo (which it fills)."""
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 0})
+    queries = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke",
+               "what does lethal do"]
+    # the same query vectors as the batch (one encode call; a batch pads, so vectors differ in the 7th digit)
+    vecs = r.embedder.encode_queries([r.processor_for(rc).process(q).text for q in queries])
+    single = [r.search(q, top_k=8, retrieval=rc, filters=filters, use_cache=False, qvec=v) for q, v in zip(queries, vecs)]
+    calls: list[int] = []
+    real = r.vector_runs
+    monkeypatch.setattr(r, "vector_runs", lambda vecs, n, mask=None: calls.append(len(vecs)) or real(vecs, n, mask))
+    r.reuse_candidates(memo)
+    try:
+        batch = r.search_many(queries, top_k=8, retrieval=rc, filters=filters)
+        again = r.search_many(queries, top_k=8, retrieval=rc, filters=filters) if memo else batch
+    finally:
+        r.reuse_candidates(False)
+    assert calls == ([4] if memo else [5])  # one Chroma call per batch; the memo asks once per distinct text
+    for a, b, c in zip(single, batch, again):
+        assert [(h.chunk_id, round(h.score, 12), h.sources) for h in a.hits] == \
+               [(h.chunk_id, round(h.score, 12), h.sources) for h in b.hits] == \
+               [(h.chunk_id, round(h.score, 12), h.sources) for h in c.hits]
+        assert b.timings_ms["vector"] > 0 and b.timings_ms["total"] >= b.timings_ms["vector"]
+    if filters is not None:
+        assert all(h.doc_id == "weapons.md" for res in batch for h in res.hits)
