@@ -89,19 +89,24 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
 
 
 def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
-               tags: dict[str, str] | None = None, plots: bool = True, param_keys: list[str] | None = None) -> str:
+               tags: dict[str, str] | None = None, plots: bool = True, param_keys: list[str] | None = None,
+               experiment_id: str | None = None, parent_run_id: str | None = None) -> str:
     """One MLflow run for one evaluation; returns the run id. Params, metrics and tags go in one batch.
     ``plots=False`` (sweep children; the parent has the sweep's plots) also skips the per-query MLflow table:
     report.json and per_query.csv still hold every row. ``param_keys`` (sweep children) logs only those
-    config params plus the provenance; the parent run holds the base config and config.yaml the whole one."""
+    config params plus the provenance; the parent run holds the base config and config.yaml the whole one.
+    ``experiment_id``: the parent's (sweep children), which also set the tracking URI; ``parent_run_id``
+    nests the run under that one from any thread (MLflow's active-run stack is per thread; where this
+    thread has the parent active, MLflow checks it is the same run)."""
     import mlflow
     import pandas as pd
 
     from eval.plots import per_tag_png, recall_ndcg_png
 
-    exp_id = ensure_experiment(cfg)
+    exp_id = experiment_id or ensure_experiment(cfg)
     secrets = _env_secrets()
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested) as run:
+    with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested or parent_run_id is not None,
+                          parent_run_id=parent_run_id) as run:
         # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
         flat = cfg.flat()
         if param_keys is not None:

@@ -200,11 +200,15 @@ def plot_metrics(result: SweepResult, out_dir: Path, metrics: tuple[str, ...] = 
     return paths
 
 
+def _call(name: str, fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
 def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
               stage: Any = None) -> SweepResult:
     """Run a sweep. ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in
     flows/sweep.py passes one that runs it as a task), so the sequence lives here only."""
-    call = stage or (lambda name, fn, *args: fn(*args))
+    call = stage or _call
     from eval.testset import load_testset
 
     t0 = time.perf_counter()
@@ -257,9 +261,11 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
                 if parent is not None:
                     from eval.mlflow_log import log_report
 
+                    # the parent's experiment id: each child skips the experiment lookup
                     run_id = call("log-mlflow", lambda c, rep, name, keys: log_report(
                         c, rep, run_name=name, nested=True, plots=False, tags={"ragrig.sweep": spec.name},
-                        param_keys=keys), cfg, report, f"{spec.name}: {label}", sorted(ov))
+                        param_keys=keys, experiment_id=parent.info.experiment_id,
+                        parent_run_id=parent.info.run_id), cfg, report, f"{spec.name}: {label}", sorted(ov))
                 result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
                                             time.perf_counter() - t2, run_id))
 

@@ -29,7 +29,7 @@ from retrieval.fusion import NORMALIZERS, fuse, max_score, minmax, rrf_from_rank
 from retrieval.header_index import HeaderIndex
 from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
 from retrieval.results import Hit, RetrievalResult, SourceScore
-from retrieval.shaping import adaptive_cut, dedup_key
+from retrieval.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
 from retrieval.store.version import BM25_DIR, IndexVersion
 from retrieval.types import Chunk
 
@@ -51,6 +51,8 @@ class _Candidates:
     ranks: dict[str, tuple[np.ndarray, np.ndarray]]
     prone: np.ndarray
     normed: dict[tuple[str, str], np.ndarray]
+    group: np.ndarray | None = None  # each row's one key shared with other candidates (-1: none); None: some
+    # row shares two, so de-duplication walks
 
 
 class Retriever:
@@ -330,14 +332,24 @@ class Retriever:
             # rows that share a de-duplication key with another candidate of this query (only they can be
             # dropped, or drop another); a superset is safe, it only means more rows get checked
             local = np.zeros(len(ids), dtype=bool)
+            group: np.ndarray | None = np.full(len(ids), -1, dtype=np.int64)
             if len(rows) and self._prone_np[rows].any():
                 count: dict[Any, int] = defaultdict(int)
                 for row in rows[self._prone_np[rows]].tolist():
                     for k in self.dedup_keys[row]:
                         count[k] += 1
-                local = np.fromiter((self._prone_np[row] and any(count[k] > 1 for k in self.dedup_keys[row])
-                                     for row in rows.tolist()), dtype=bool, count=len(ids))
-            cs = self._cand_memo[key] = _Candidates(ids, rows, ranks, local, {})
+                gid: dict[Any, int] = {}
+                for i, row in enumerate(rows.tolist()):
+                    if not self._prone_np[row]:
+                        continue
+                    shared = [k for k in self.dedup_keys[row] if count[k] > 1]
+                    if shared:
+                        local[i] = True
+                        if len(shared) > 1:
+                            group = None
+                        elif group is not None:
+                            group[i] = gid.setdefault(shared[0], len(gid))
+            cs = self._cand_memo[key] = _Candidates(ids, rows, ranks, local, {}, group)
         return cs
 
     def _fuse_arrays(self, runs: Runs, r: RetrievalConfig) -> tuple[_Candidates, np.ndarray, np.ndarray]:
@@ -390,19 +402,12 @@ class Retriever:
         rows = cs.rows[order]
         self._last_dedup = 0
         if r.dedup and cs.prone.any():
-            # only rows that share a key with another candidate can be dropped: walk those, in order, until
-            # top_k rows are kept (the rows before position i that were kept: i - skipped)
-            keep = np.ones(len(rows), dtype=bool)
-            seen: set[tuple[Any, ...]] = set()
-            for i in np.nonzero(cs.prone[order])[0].tolist():
-                if i - self._last_dedup >= top_k:
-                    break
-                keys = self.dedup_keys[int(rows[i])]
-                if seen.isdisjoint(keys):
-                    seen.update(keys)
-                else:
-                    keep[i] = False
-                    self._last_dedup += 1
+            # only rows that share a key with another candidate can be dropped
+            if cs.group is not None:
+                keep, self._last_dedup = dedup_first_of_group(cs.group[order], top_k)
+            else:
+                keep, self._last_dedup = dedup_walk([self.dedup_keys[row] for row in rows.tolist()],
+                                                    cs.prone[order], top_k)
             rows, scores = rows[keep], scores[keep]
         selected = list(zip(rows[:top_k].tolist(), scores[:top_k].tolist()))
         ranks = {s: self._ranks(run) for s, run in runs.items()}

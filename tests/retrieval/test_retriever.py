@@ -379,3 +379,36 @@ def test_search_many_fetches_vectors_in_one_batch_and_ranks_like_search(indexed,
         assert b.timings_ms["vector"] > 0 and b.timings_ms["total"] >= b.timings_ms["vector"]
     if filters is not None:
         assert all(h.doc_id == "weapons.md" for res in batch for h in res.hits)
+
+
+@pytest.mark.parametrize("shape", ["one shared key per row", "a row shares two keys"])
+def test_array_dedup_matches_the_full_selection(indexed, shape):
+    """Sweeps de-duplicate memoised candidates either by group (each row shares at most one key with the
+    others: first of each group) or by the walk: both must keep exactly what the full path keeps."""
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 0, "dedup": True})
+    n = len(r.chunks)
+    assert n >= 8
+    keys = [(("t", i), ("s", i % 3)) for i in range(n)]  # three sections, every row in one
+    if shape == "a row shares two keys":
+        keys[1] = (("t", 0), ("s", 1))  # shares its text with row 0 and its section with rows 4, 7, ...
+    saved = {k: r.__dict__.pop(k, None) for k in ("dedup_keys", "dedup_prone", "_prone_np")}
+    r.__dict__["dedup_keys"] = keys
+    r.reuse_candidates(True)
+    try:
+        ids = [c.chunk_id for c in r.chunks]
+        runs = {"bm25": {ids[i]: float(n - i) for i in range(n)}, "vector": {ids[i]: float(i) for i in range(0, n, 2)}}
+        for top_k in (1, 2, 5, n):
+            full, full_ranked = r._cut(r.fuse_runs(runs, rc), runs, rc, top_k, 3)
+            cs, order, scores = r._fuse_arrays(runs, rc)
+            assert (cs.group is None) == (shape == "a row shares two keys")
+            arr, arr_ranked = r._cut_arrays(cs, order, scores, runs, rc, top_k, 3)
+            assert [c.chunk_id for c in arr_ranked] == [c.chunk_id for c in full_ranked]
+            assert [h.to_dict() for h in arr] == [h.to_dict() for h in full]
+            assert len(full_ranked) == min(top_k, 3)  # three sections: everything else is a duplicate
+    finally:
+        r.reuse_candidates(False)
+        r.__dict__.pop("dedup_keys", None)
+        r.__dict__.pop("dedup_prone", None)
+        r.__dict__.pop("_prone_np", None)
+        r.__dict__.update({k: v for k, v in saved.items() if v is not None})

@@ -10,7 +10,7 @@ from retrieval.cache import QueryCache
 from retrieval.context import build_context
 from retrieval.filters import Filters
 from retrieval.results import Hit
-from retrieval.shaping import adaptive_cut, dedup_key
+from retrieval.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
 from retrieval.types import Chunk
 
 
@@ -101,6 +101,30 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_dedup_walk_hand_computed():
+    # A{t1,s1} kept; B{t2,s1} dropped (s1); C{t2,s2} kept: B's keys never count, it was dropped
+    keys = [(("t", 1), ("s", 1)), (("t", 2), ("s", 1)), (("t", 2), ("s", 2)), (("t", 3),), (("t", 1),)]
+    prone = np.array([True, True, True, False, True])
+    keep, dropped = dedup_walk(keys, prone, top_k=10)
+    assert keep.tolist() == [True, False, True, True, False] and dropped == 2
+    # two rows kept by position 2: the walk stops there, later duplicates are neither checked nor counted
+    keep, dropped = dedup_walk(keys, prone, top_k=2)
+    assert keep.tolist() == [True, False, True, True, True] and dropped == 1
+
+
+def test_dedup_first_of_group_equals_the_walk_when_rows_share_one_key():
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        n = int(rng.integers(0, 30))
+        group = np.where(rng.random(n) < 0.6, rng.integers(0, 6, n), -1)
+        # each row: its own text key, plus the one shared key of its group
+        keys = [((("t", i),) + ((("s", int(g)),) if g >= 0 else ())) for i, g in enumerate(group)]
+        top_k = int(rng.integers(1, 12))
+        got = dedup_first_of_group(group, top_k)
+        want = dedup_walk(keys, group >= 0, top_k)
+        assert got[0].tolist() == want[0].tolist() and got[1] == want[1], (group.tolist(), top_k)
 
 
 def test_lru_eviction_order():
