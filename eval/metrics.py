@@ -14,10 +14,17 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from eval.relevance import Target
 
 METRICS = ("precision", "recall", "hit_rate", "mrr", "map", "ndcg")
+
+
+@lru_cache(maxsize=64)
+def _keys(k: int) -> tuple[str, ...]:
+    """``precision@k`` … ``ndcg@k``, in METRICS order (built once per k: an evaluation asks for them per query)."""
+    return tuple(f"{m}@{k}" for m in METRICS)
 
 
 @dataclass(frozen=True)
@@ -73,15 +80,16 @@ def query_metrics(ranking: Sequence[Ranked], targets: Sequence[Target], ks: Sequ
     for k in ks:
         n_hits = bisect_left(cum, (k,))  # relevant ranks with index < k
         _, covered, dcg, ap = cum[n_hits - 1] if n_hits else (0, 0, 0.0, 0.0)
-        out[f"precision@{k}"] = n_hits / k
-        out[f"recall@{k}"] = covered / n_rel
-        out[f"hit_rate@{k}"] = 1.0 if n_hits else 0.0
-        out[f"mrr@{k}"] = 0.0 if first_rel is None or first_rel >= k else 1.0 / (first_rel + 1)
-        out[f"map@{k}"] = ap / n_rel
         idcg = idcg_upto[min(k, len(ideal))]
+        kp, kr, kh, km, ka, kn = _keys(k)
+        out[kp] = n_hits / k
+        out[kr] = covered / n_rel
+        out[kh] = 1.0 if n_hits else 0.0
+        out[km] = 0.0 if first_rel is None or first_rel >= k else 1.0 / (first_rel + 1)
+        out[ka] = ap / n_rel
         # a chunk spanning several expected sections earns all their grades at one rank, which the ideal
         # (one section per rank) cannot: cap at 1, the score of a ranking that covers everything at once
-        out[f"ndcg@{k}"] = min(1.0, dcg / idcg) if idcg > 0 else 0.0
+        out[kn] = min(1.0, dcg / idcg) if idcg > 0 else 0.0
     return out
 
 
@@ -89,4 +97,4 @@ def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
     keys = rows[0].keys()
-    return {k: sum(r[k] for r in rows) / len(rows) for k in keys}
+    return {k: sum([r[k] for r in rows]) / len(rows) for k in keys}
