@@ -124,9 +124,8 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from flows.report import print_eval
-
     from eval.testset import load_testset
+    from flows.report import print_eval
 
     paths = args.testset or cfg.eval.testsets
     if not paths:
@@ -217,7 +216,17 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from eval.compare import load_run
-    from eval.gate import BLOCK, baseline_payload, judge, load_baseline, load_policy, overall, print_gate, to_junit, to_markdown
+    from eval.gate import (
+        BLOCK,
+        baseline_payload,
+        judge,
+        load_baseline,
+        load_policy,
+        overall,
+        print_gate,
+        to_junit,
+        to_markdown,
+    )
     from eval.mlflow_log import tracking_uri
 
     policy = load_policy(args.policy)

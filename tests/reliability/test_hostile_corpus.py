@@ -13,6 +13,7 @@ from flows.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hostile"))
 from make_hostile import GOOD, build  # noqa: E402
+
 from retrieval.ingest.pipeline import IngestPipeline
 from retrieval.store.version import IndexVersion
 
