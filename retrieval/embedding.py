@@ -113,14 +113,21 @@ class Embedder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
-    def encode_sorted(self, texts: Sequence[str], *, prefix: str = "") -> np.ndarray:
+    def encode_sorted(self, texts: Sequence[str], *, prefix: str = "",
+                      on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """Encode texts already ordered by token count, one model call per batch so the batches keep
         that order (``encode`` re-sorts a call by character length, a poor proxy for tokens: on SRD 5.1
-        its batches padded to 1.34x the real tokens, token-ordered batches to 1.01x)."""
+        its batches padded to 1.34x the real tokens, token-ordered batches to 1.01x). ``on_batch(n)``
+        after each batch of n texts (progress: a large model takes minutes per cache write)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         size = self.cfg.batch_size
-        return np.vstack([self.encode(texts[i : i + size], prefix=prefix) for i in range(0, len(texts), size)])
+        out = []
+        for i in range(0, len(texts), size):
+            out.append(self.encode(texts[i : i + size], prefix=prefix))
+            if on_batch is not None:
+                on_batch(len(out[-1]))
+        return np.vstack(out)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         return self.encode(queries, prefix=self.cfg.query_prefix)
@@ -206,12 +213,11 @@ def embed_with_cache(
         bar = tqdm(total=len(items), desc="embed", unit="chunk")
     for i in range(0, len(items), chunk_size):
         part = items[i : i + chunk_size]
-        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix)
+        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
+                                      on_batch=bar.update if bar is not None else None)
         new = [(sha, v) for (sha, _), v in zip(part, vecs)]
         cache.put_many(embedder.id, new)
         cached.update(new)
-        if bar is not None:
-            bar.update(len(part))
         if on_batch is not None:
             on_batch(len(part))
     if bar is not None:

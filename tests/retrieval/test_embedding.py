@@ -80,3 +80,24 @@ def test_nothing_to_embed(tmp_path):
     emb = RecordingEmbedder()
     vecs, new = embed_with_cache(emb, EmbeddingCache(tmp_path / "e.sqlite"), [], [])
     assert vecs.shape == (0, 3) and new == 0 and emb.calls == []
+
+
+def test_progress_moves_after_every_model_batch_not_every_cache_write(tmp_path, monkeypatch):
+    """A slow model takes minutes per cache write (512 texts): the bar must move with each batch."""
+    import tqdm
+
+    updates: list[int] = []
+
+    class Bar:
+        def __init__(self, *a, **k) -> None: ...
+        def update(self, n: int) -> None:
+            updates.append(n)
+        def close(self) -> None: ...
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    emb = RecordingEmbedder(batch_size=2)
+    done: list[int] = []
+    embed_with_cache(emb, EmbeddingCache(tmp_path / "e.sqlite"), TEXTS, SHAS, progress=True, on_batch=done.append,
+                     chunk_size=4)
+    assert updates == [2, 2, 1]  # one per model call: 5 distinct texts in batches of 2
+    assert done == [4, 1]        # on_batch still follows the cache writes
