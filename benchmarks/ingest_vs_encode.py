@@ -80,7 +80,8 @@ def main() -> int:
     base = load_config(args.config, ["retrieval.synonyms=null", "eval.testsets=[]"])
     name = args.name or (base.index.name or Path(base.corpus.path).name)
     corpus = copy_corpus(Path(base.corpus.path), work / "corpus")
-    cfg = load_config(args.config, ["retrieval.synonyms=null", "eval.testsets=[]", f"corpus.path={corpus}"])
+    overrides = ["retrieval.synonyms=null", "eval.testsets=[]", f"corpus.path={corpus}"]
+    cfg = load_config(args.config, overrides)
 
     t0 = time.perf_counter()
     full = IngestPipeline(cfg, progress=True).run()
@@ -110,8 +111,7 @@ def main() -> int:
 
     warm_s = None
     if full_s < 60:  # small corpora: start-up is a large share of the first ingest; time the work itself too
-        warm_cfg = load_config(args.config, ["retrieval.synonyms=null", "eval.testsets=[]", f"corpus.path={corpus}",
-                                             f"home={work / 'home-warm'}"])
+        warm_cfg = load_config(args.config, [*overrides, f"home={work / 'home-warm'}"])
         t0 = time.perf_counter()
         IngestPipeline(warm_cfg).run()
         warm_s = time.perf_counter() - t0

@@ -259,11 +259,12 @@ def section_ingest(data: dict[str, Any], files: list[str]) -> tuple[list[str], l
     lines += ["", "Seconds per ingest stage (full ingest):", "", table(["corpus", *INGEST_STAGES, "total"], stages)]
     lines += ["", "Raw encode is `model.encode` over the chunk texts in one call (the library orders a call by "
               "character length); token-ordered encode is the same texts in batches of similar token counts, "
-              "as ingest embeds them, so that ratio is ingest's overhead at equal padding. On a corpus as small as the "
-              "sample (seconds of embedding) the full ingest is mostly fixed start-up paid once per process (importing "
-              "docling and torch, building the converter, loading the tokenizer) which the raw encode, timed after it "
-              "in the same process, does not pay again; the goal is about SciFact and SRD 5.1, where embedding dominates. Warm ingest (corpora under a minute) is "
-              "the same cold-cache ingest into a second fresh home in that process: the ingest's own cost."]
+              "as ingest embeds them, so that ratio is ingest's overhead at equal padding. On a corpus as small as "
+              "the sample (seconds of embedding) the full ingest is mostly fixed start-up paid once per process "
+              "(importing docling and torch, building the converter, loading the tokenizer) which the raw encode, "
+              "timed after it in the same process, does not pay again; the goal is about SciFact and SRD 5.1, where "
+              "embedding dominates. Warm ingest (corpora under a minute) is the same cold-cache ingest into a second "
+              "fresh home in that process: the ingest's own cost."]
     return lines, goals
 
 

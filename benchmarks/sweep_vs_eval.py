@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
 
     # one evaluation as `ragrig eval --no-prefect` does it: load the config and the test set, open the
     # index, evaluate, log; the sweep's time below includes the same steps (once) and its ingest check.
-    # Pairs repeat (evaluation then sweep, side by side) and the medians count: one pair varies by ~±0.03
+    # Pairs repeat (evaluation then sweep, side by side) and the medians count: one pair's ratio varies by ~±0.2 here
     one_evals, sweeps = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()

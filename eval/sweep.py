@@ -200,15 +200,11 @@ def plot_metrics(result: SweepResult, out_dir: Path, metrics: tuple[str, ...] = 
     return paths
 
 
-def _call(name: str, fn: Any, *args: Any) -> Any:
-    return fn(*args)
-
-
 def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
               stage: Any = None) -> SweepResult:
     """Run a sweep. ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in
     flows/sweep.py passes one that runs it as a task), so the sequence lives here only."""
-    call = stage or _call
+    call = stage or (lambda name, fn, *args: fn(*args))
     from eval.testset import load_testset
 
     t0 = time.perf_counter()

@@ -195,16 +195,14 @@ def embed_with_cache(
     to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
     """
     cached = cache.get_many(embedder.id, shas)
-    todo: dict[str, tuple[str, int]] = {}
     missing = [i for i, sha in enumerate(shas) if sha not in cached]
-    if missing and tokens is None:
-        counted = embedder.count_tokens([texts[i] for i in missing])
-        lengths = dict(zip(missing, counted))
+    if tokens is None:
+        lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []
     else:
-        lengths = {i: tokens[i] for i in missing} if tokens is not None else {}
-    for i in missing:
-        if shas[i] not in todo:
-            todo[shas[i]] = (texts[i], lengths[i])
+        lengths = [tokens[i] for i in missing]
+    todo: dict[str, tuple[str, int]] = {}  # sha -> (text, tokens), first occurrence
+    for i, n in zip(missing, lengths):
+        todo.setdefault(shas[i], (texts[i], n))
     items = sorted(todo.items(), key=lambda it: -it[1][1])
     bar = None
     if progress and items:
