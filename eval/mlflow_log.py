@@ -88,6 +88,31 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
     return exp.experiment_id
 
 
+@lru_cache(maxsize=1)
+def _context_tags() -> dict[str, str]:
+    """What MLflow's fluent ``start_run`` resolves for every run (user, source, git commit), once per process:
+    it does not change within one, and resolving it is most of ``start_run``'s cost (~8 ms a run)."""
+    try:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        return {k: str(v) for k, v in resolve_tags().items()}
+    except Exception:  # an internal API: a run without these tags is still a whole run
+        return {}
+
+
+def _local_dir(artifact_uri: str) -> Path | None:
+    """The folder behind a local artifact URI (file:// or a plain path), else None (a remote store)."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    parsed = urlparse(artifact_uri)
+    if parsed.scheme == "file":
+        return Path(url2pathname(parsed.path))
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return Path(artifact_uri)
+    return None
+
+
 def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = None, nested: bool = False,
                tags: dict[str, str] | None = None, plots: bool = True, param_keys: list[str] | None = None,
                experiment_id: str | None = None, parent_run_id: str | None = None) -> str:
@@ -96,81 +121,110 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
     report.json and per_query.csv still hold every row. ``param_keys`` (sweep children) logs only those
     config params plus the provenance; the parent run holds the base config and config.yaml the whole one.
     ``experiment_id``: the parent's (sweep children), which also set the tracking URI; ``parent_run_id``
-    nests the run under that one from any thread (MLflow's active-run stack is per thread; where this
-    thread has the parent active, MLflow checks it is the same run)."""
+    (or ``nested=True``: the active run) nests the run under that one.
+
+    The run goes through ``MlflowClient`` rather than the fluent API: it never touches MLflow's per-thread
+    active-run stack (so any thread may log), and it costs about half as much, which a sweep pays per config.
+    A run whose logging fails is marked FAILED, as ``with mlflow.start_run()`` would."""
     import mlflow
-    import pandas as pd
+    from mlflow.entities import Metric, Param, RunStatus
+    from mlflow.tracking import MlflowClient
+
+    exp_id = experiment_id or ensure_experiment(cfg)
+    if parent_run_id is None and nested and mlflow.active_run() is not None:
+        parent_run_id = mlflow.active_run().info.run_id
+    secrets = _env_secrets()
+    # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
+    flat = cfg.flat()
+    if param_keys is not None:
+        flat = {k: flat[k] for k in param_keys if k in flat}
+    params = safe_params({
+        **flat,
+        "index.version": report.index_version,
+        "index.key": report.index_key,
+        "embedding.model_id": report.model_id,
+        "testset.name": report.testset,
+        "testset.sha256": report.testset_sha256 or "",
+        "git.commit": git_commit(),
+    })
+    run_tags = {k: scrub(str(v), secrets) for k, v in {
+        "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}", **(tags or {})
+    }.items()}
+    if parent_run_id is not None:
+        run_tags["mlflow.parentRunId"] = parent_run_id
+    metrics = {metric_name(k): v for k, v in report.overall.items()}
+    for tag, vals in report.per_tag.items():
+        for k in ("ndcg@10", "recall@10", "mrr@10", "hit_rate@5"):
+            if k in vals:
+                metrics[metric_name(f"tag.{tag}.{k}")] = vals[k]
+    for k, v in report.latency_ms.items():
+        metrics[f"latency_ms.{k}"] = v
+    for k, v in report.variance.items():
+        metrics[metric_name(k)] = v
+    for k, v in report.ragas.items():
+        metrics[metric_name(f"ragas.{k}")] = v
+
+    client = MlflowClient()
+    run = client.create_run(exp_id, run_name=run_name, tags={**_context_tags(), **run_tags})
+    run_id = run.info.run_id
+    try:
+        stamp = int(time.time() * 1000)
+        plist = [Param(k, v) for k, v in params.items()]
+        client.log_batch(  # MLflow takes at most 100 params per batch
+            run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()], params=plist[:100])
+        for i in range(100, len(plist), 100):
+            client.log_batch(run_id, params=plist[i : i + 100])
+        local = _local_dir(run.info.artifact_uri)
+        if local is not None:  # a local store: write the files in place rather than write, then copy
+            local.mkdir(parents=True, exist_ok=True)
+            _write_artifacts(local, cfg, report, secrets, plots)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                _write_artifacts(Path(tmp), cfg, report, secrets, plots)
+                client.log_artifacts(run_id, tmp)
+        if plots:  # the per-query table in MLflow's UI (sweep children skip it: report.json holds every row)
+            import pandas as pd
+
+            client.log_table(run_id, pd.DataFrame(_per_query_rows(report, secrets)), artifact_file="per_query.json")
+    except BaseException:
+        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        raise
+    client.set_terminated(run_id)
+    return run_id
+
+
+PER_QUERY_COLUMNS = ("id", "query", "tags", "ndcg@10", "recall@10", "mrr@10", "precision@5", "latency_ms", "missed@10")
+
+
+def _per_query_rows(report: EvalReport, secrets: list[str]) -> list[dict[str, Any]]:
+    return [{"id": r["id"], "query": scrub(r["query"], secrets), "tags": ",".join(r["tags"]),
+             **{k: r["metrics"][k] for k in ("ndcg@10", "recall@10", "mrr@10", "precision@5")},
+             "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"])}
+            for r in report.per_query]
+
+
+def _write_artifacts(t: Path, cfg: RagrigConfig, report: EvalReport, secrets: list[str], plots: bool) -> None:
+    """per_query.csv, config.yaml, report.json, failed_cases.md (and the two plots) into folder ``t``."""
+    import csv
 
     from eval.plots import per_tag_png, recall_ndcg_png
 
-    exp_id = experiment_id or ensure_experiment(cfg)
-    secrets = _env_secrets()
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name, nested=nested or parent_run_id is not None,
-                          parent_run_id=parent_run_id) as run:
-        # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
-        flat = cfg.flat()
-        if param_keys is not None:
-            flat = {k: flat[k] for k in param_keys if k in flat}
-        params = safe_params({
-            **flat,
-            "index.version": report.index_version,
-            "index.key": report.index_key,
-            "embedding.model_id": report.model_id,
-            "testset.name": report.testset,
-            "testset.sha256": report.testset_sha256 or "",
-            "git.commit": git_commit(),
-        })
-        run_tags = {k: scrub(str(v), secrets) for k, v in {
-            "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}", **(tags or {})
-        }.items()}
-        metrics = {metric_name(k): v for k, v in report.overall.items()}
-        for tag, vals in report.per_tag.items():
-            for k in ("ndcg@10", "recall@10", "mrr@10", "hit_rate@5"):
-                if k in vals:
-                    metrics[metric_name(f"tag.{tag}.{k}")] = vals[k]
-        for k, v in report.latency_ms.items():
-            metrics[f"latency_ms.{k}"] = v
-        for k, v in report.variance.items():
-            metrics[metric_name(k)] = v
-        for k, v in report.ragas.items():
-            metrics[metric_name(f"ragas.{k}")] = v
-        from mlflow.entities import Metric, Param, RunTag
-        from mlflow.tracking import MlflowClient
-
-        stamp = int(time.time() * 1000)
-        plist = [Param(k, v) for k, v in params.items()]
-        client = MlflowClient()
-        client.log_batch(  # MLflow takes at most 100 params per batch
-            run.info.run_id,
-            metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()],
-            params=plist[:100],
-            tags=[RunTag(k, v) for k, v in run_tags.items()],
-        )
-        for i in range(100, len(plist), 100):
-            client.log_batch(run.info.run_id, params=plist[i : i + 100])
-        rows = [{"id": r["id"], "query": scrub(r["query"], secrets), "tags": ",".join(r["tags"]),
-                 **{k: r["metrics"][k] for k in ("ndcg@10", "recall@10", "mrr@10", "precision@5")},
-                 "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"])}
-                for r in report.per_query]
-        df = pd.DataFrame(rows)
-        if plots:
-            mlflow.log_table(df, artifact_file="per_query.json")
-        with tempfile.TemporaryDirectory() as tmp:
-            t = Path(tmp)
-            df.to_csv(t / "per_query.csv", index=False)
-            (t / "config.yaml").write_text(scrub(cfg.to_yaml(), secrets))
-            # the whole report, so `ragrig compare` and `ragrig gate` can take an MLflow run as input
-            (t / "report.json").write_text(scrub(json.dumps(report.to_dict(), ensure_ascii=False), secrets))
-            failed = [r for r in report.per_query if r["missed@10"]]
-            buf = io.StringIO()
-            for r in failed:
-                buf.write(f"## {r['id']}: {r['query']}\nmissed@10: {', '.join(r['missed@10'])}\n")
-                for h in r["top"][:5]:
-                    buf.write(f"  {h['rank']}. {'*' if h['relevant'] else ' '} {h['header']} ({h['chunk_id']})\n")
-                buf.write("\n")
-            (t / "failed_cases.md").write_text(scrub(buf.getvalue(), secrets) or "no failed cases\n")
-            if plots:  # sweep children skip them: the parent run has the sweep's plots
-                recall_ndcg_png(report, t / "recall_ndcg_at_k.png")
-                per_tag_png(report, t / "per_tag.png")
-            mlflow.log_artifacts(str(t))
-        return run.info.run_id
+    with (t / "per_query.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=PER_QUERY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(_per_query_rows(report, secrets))
+    (t / "config.yaml").write_text(scrub(cfg.to_yaml(), secrets), encoding="utf-8")
+    # the whole report, so `ragrig compare` and `ragrig gate` can take an MLflow run as input (not ASCII-escaped:
+    # a secret with non-ASCII characters must appear as itself for scrub to find it)
+    (t / "report.json").write_text(scrub(json.dumps(report.to_dict(), ensure_ascii=False), secrets), encoding="utf-8")
+    failed = [r for r in report.per_query if r["missed@10"]]
+    buf = io.StringIO()
+    for r in failed:
+        buf.write(f"## {r['id']}: {r['query']}\nmissed@10: {', '.join(r['missed@10'])}\n")
+        for h in r["top"][:5]:
+            buf.write(f"  {h['rank']}. {'*' if h['relevant'] else ' '} {h['header']} ({h['chunk_id']})\n")
+        buf.write("\n")
+    (t / "failed_cases.md").write_text(scrub(buf.getvalue(), secrets) or "no failed cases\n", encoding="utf-8")
+    if plots:  # sweep children skip them: the parent run has the sweep's plots
+        recall_ndcg_png(report, t / "recall_ndcg_at_k.png")
+        per_tag_png(report, t / "per_tag.png")

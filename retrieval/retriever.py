@@ -21,6 +21,7 @@ import numpy as np
 
 from configs.errors import ModelMismatchError
 from configs.schema import RagrigConfig, RetrievalConfig
+from retrieval.batch import FlatCandidates, flatten, fuse_select
 from retrieval.bm25 import Bm25Index
 from retrieval.cache import QueryCache
 from retrieval.embedding import Embedder, model_id
@@ -53,6 +54,11 @@ class _Candidates:
     normed: dict[tuple[str, str], np.ndarray]
     group: np.ndarray | None = None  # each row's one key shared with other candidates (-1: none); None: some
     # row shares two, so de-duplication walks
+
+
+def _no_groups(cs: _Candidates) -> _Candidates:
+    """Candidates with de-duplication off or nothing to de-duplicate, as groups of none (-1 each)."""
+    return _Candidates(cs.ids, cs.rows, cs.ranks, cs.prone, cs.normed, np.full(len(cs.ids), -1, dtype=np.int64))
 
 
 class Retriever:
@@ -88,6 +94,7 @@ class Retriever:
         self._rank_memo: dict[int, tuple[dict[str, float], dict[str, int]]] = {}
         self._processed_memo: dict[tuple[int, str], ProcessedQuery] = {}
         self._cand_memo: dict[tuple[int, ...], _Candidates] = {}
+        self._flat_memo: dict[tuple[int, ...], FlatCandidates] = {}
         self._last_dedup = 0
         # a published version never changes, so count once: Chroma's count() is a SQLite round trip per call
         self._vector_count: int | None = None
@@ -98,6 +105,7 @@ class Retriever:
         self._rank_memo = {}
         self._processed_memo = {}
         self._cand_memo = {}
+        self._flat_memo = {}
         self.qvec_memo = {} if on else None
 
     def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
@@ -378,12 +386,7 @@ class Retriever:
             w = float(f.weights.get(source, 0.0))
             if w == 0.0:
                 continue
-            normed = cs.normed.get((source, f.normalization))
-            if normed is None:
-                scores = NORMALIZERS[f.normalization](run)
-                floor = min(scores.values())
-                normed = cs.normed[(source, f.normalization)] = np.array([scores.get(c, floor) for c in cs.ids])
-            acc = acc + w * normed
+            acc = acc + w * self._normed(cs, source, run, f.normalization)
             contributed = True
         if not contributed:
             return cs, np.zeros(0, dtype=np.int64), acc[:0]
@@ -391,6 +394,16 @@ class Retriever:
         lo, hi = float(acc.min()), float(acc.max())
         scaled = np.ones(n) if hi - lo <= 1e-12 else (acc - lo) / (hi - lo)
         return cs, order, scaled[order]
+
+    @staticmethod
+    def _normed(cs: _Candidates, source: str, run: dict[str, float], normalization: str) -> np.ndarray:
+        """A source's normalised scores over the query's candidates (absent ones at its floor), memoised."""
+        normed = cs.normed.get((source, normalization))
+        if normed is None:
+            scores = NORMALIZERS[normalization](run)
+            floor = min(scores.values())
+            normed = cs.normed[(source, normalization)] = np.array([scores.get(c, floor) for c in cs.ids])
+        return normed
 
     def _cut_arrays(self, cs: _Candidates, order: np.ndarray, scores: np.ndarray, runs: Runs, r: RetrievalConfig,
                     top_k: int, n_hits: int) -> tuple[list[Hit], list[Chunk]]:
@@ -564,6 +577,76 @@ class Retriever:
                 self.candidate_memo.update(zip(need, fetched))
         return runs, (time.perf_counter() - t0) * 1000 / len(processed)
 
+    def _search_batch(
+        self, processed: Sequence[ProcessedQuery], vecs: np.ndarray | None, vruns: list[dict[str, float]] | None,
+        r: RetrievalConfig, k: int, filters: Filters | None, lean: int, max_hops: Sequence[int | None] | None,
+    ) -> dict[int, RetrievalResult]:
+        """Sweeps (memoised candidates, lean results): fuse and select every plain single-hop query in one array
+        pass (retrieval/batch.py) rather than one query at a time; the same rankings, scores and Hits as
+        ``search``. Returns results by query position; the other queries (comparison, adaptive cut, section
+        expansion, hops, or rows sharing two de-duplication keys) are left to ``search``. Each result's
+        fuse and shape timings are its share of the batch's."""
+        mask = self._mask(filters)
+        picked: list[int] = []
+        runs_of: list[Runs] = []
+        cands: list[_Candidates] = []
+        times: list[dict[str, float]] = []
+        for i, pq in enumerate(processed):
+            hops = max_hops[i] if max_hops is not None and max_hops[i] is not None else r.max_hops
+            if hops != 0 or not self._plain(pq, r):
+                continue
+            t: dict[str, float] = {}
+            runs = self.candidate_runs(pq, None if vecs is None else vecs[i], r, mask, t,
+                                       None if vruns is None else vruns[i])
+            cs = self._candidates({s: run for s, run in runs.items() if run})
+            if r.dedup and cs.group is None and cs.prone.any():
+                continue  # a row shares two keys: the per-query walk handles it
+            picked.append(i)
+            runs_of.append(runs)
+            cands.append(cs)
+            times.append(t)
+        if not picked:
+            return {}
+        t0 = time.perf_counter()
+        present = [tuple(s for s, run in runs.items() if run) for runs in runs_of]
+        key = tuple(id(cs) for cs in cands)
+        flat = self._flat_memo.get(key)
+        if flat is None or flat.present != present:
+            flat = self._flat_memo[key] = flatten(
+                [cs if cs.group is not None else _no_groups(cs) for cs in cands], present)
+        normed = None
+        if r.fusion.method != "rrf":
+            nk = r.fusion.normalization
+            for s in flat.sources:
+                if (s, nk) not in flat.normed:
+                    flat.normed[(s, nk)] = np.concatenate([
+                        self._normed(cs, s, runs[s], nk) if s in p else np.zeros(len(cs.ids))
+                        for cs, runs, p in zip(cands, runs_of, present)]) if cands else np.zeros(0)
+            normed = flat.normed
+        order, scores, bounds = fuse_select(flat, r, k, normed)
+        fuse_ms = (time.perf_counter() - t0) * 1000 / len(picked)
+        out: dict[int, RetrievalResult] = {}
+        for j, i in enumerate(picked):
+            t1 = time.perf_counter()
+            pq, runs, t = processed[i], runs_of[j], times[j]
+            lo, hi = int(bounds[j]), int(bounds[j + 1])
+            rows = flat.rows[order[lo:hi]].tolist()
+            ranks = {s: self._ranks(run) for s, run in runs.items()}
+            hits = [self._hit(row, score, runs, ranks) for row, score in zip(rows[:lean], scores[lo:lo + lean].tolist())]
+            t["fuse"] = fuse_ms
+            t["shape"] = (time.perf_counter() - t1) * 1000
+            t["total"] = sum(t.values())
+            out[i] = RetrievalResult(
+                query=pq.raw, normalized=pq.text, bm25_query=pq.bm25_text, expansions=pq.expansions,
+                comparison=pq.comparison, hits=hits, version=self.version.version, timings_ms=t,
+                candidates={s: len(run) for s, run in runs.items()}, ranked=[self.chunks[row] for row in rows],
+            )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("batch of %d queries fused on arrays", len(picked), extra={"ragrig": {
+                "event": "retrieval.batch", "version": self.version.version, "queries": len(picked),
+                "fuse_ms_per_query": round(fuse_ms, 4)}})
+        return out
+
     def search_many(
         self, queries: Sequence[str], *, top_k: int | None = None, filters: Filters | None = None,
         retrieval: RetrievalConfig | None = None, max_hops: Sequence[int | None] | None = None, lean: int | None = None,
@@ -599,8 +682,11 @@ class Retriever:
         gc_was_on = gc.isenabled()
         gc.disable()
         try:
+            batched: dict[int, RetrievalResult] = {}
+            if lean is not None and self.candidate_memo is not None:
+                batched = self._search_batch(processed, vecs, vruns, r, top_k or r.top_k, filters, lean, max_hops)
             for i, q in enumerate(queries):
-                res = self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
+                res = batched.get(i) or self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
                                   use_cache=False, max_hops=None if max_hops is None else max_hops[i],
                                   processed=processed[i], lean=lean, vector_run=None if vruns is None else vruns[i])
                 if vecs is not None:

@@ -412,3 +412,76 @@ def test_array_dedup_matches_the_full_selection(indexed, shape):
         r.__dict__.pop("dedup_prone", None)
         r.__dict__.pop("_prone_np", None)
         r.__dict__.update({k: v for k, v in saved.items() if v is not None})
+
+
+FUSION_VARIANTS = [
+    {"fusion": {"method": "rrf"}},
+    {"fusion": {"method": "rrf", "rrf_k": 5, "weights": {"bm25": 1.0, "vector": 0.0, "header": 0.5}}},
+    {"fusion": {"method": "weighted", "normalization": "minmax"}},
+    {"fusion": {"method": "weighted", "normalization": "zscore", "weights": {"bm25": 0.7, "vector": 1.3}}},
+    {"fusion": {"method": "weighted", "weights": {"bm25": 0.0, "vector": 1.0, "header": 2.0}}},
+    {"min_relevance": 0.3},
+    {"dedup": False},
+]
+
+
+def _with(rc, update):
+    for key, val in update.items():
+        cur = getattr(rc, key)
+        rc = rc.model_copy(update={key: cur.model_copy(update=val) if isinstance(val, dict) else val})
+    return rc
+
+
+def test_sweep_batch_fuses_every_plain_query_in_one_pass_and_ranks_like_one_at_a_time(indexed, monkeypatch):
+    """With the sweep memo on, search_many fuses all plain single-hop queries in one array pass
+    (retrieval/batch.py). Rankings, scores and Hits must equal the per-query path, for every fusion method."""
+    import retrieval.retriever as rmod
+
+    cfg, r = indexed
+    queries = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke",
+               "re-roll one of your attack dice", "cover and obscured", "iron wardens shield wall"]
+    calls: list[int] = []
+    real = rmod.fuse_select
+    monkeypatch.setattr(rmod, "fuse_select", lambda flat, *a: calls.append(flat.n_queries) or real(flat, *a))
+    r.reuse_candidates(True)
+    try:
+        for update in FUSION_VARIANTS:
+            rc = _with(cfg.retrieval.model_copy(update={"max_hops": 0}), update)
+            calls.clear()
+            batch = r.search_many(queries, top_k=9, retrieval=rc, lean=4)
+            assert calls == [6], update  # one pass for the six plain queries; the comparison went one at a time
+            with monkeypatch.context() as m:
+                m.setattr(r, "_search_batch", lambda *a, **k: {})
+                single = r.search_many(queries, top_k=9, retrieval=rc, lean=4)
+            for a, b in zip(single, batch):
+                assert (a.ranked is None) == (b.ranked is None) == bool(a.comparison)
+                assert [c.chunk_id for c in a.ranked or []] == [c.chunk_id for c in b.ranked or []], update
+                assert [h.to_dict() for h in a.hits] == [h.to_dict() for h in b.hits], update
+                assert a.candidates == b.candidates and b.timings_ms["total"] >= b.timings_ms["fuse"]
+    finally:
+        r.reuse_candidates(False)
+
+
+def test_sweep_batch_deduplicates_like_the_full_path(indexed):
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 0})
+    queries = ["how far can an operative move", "smoke", "what does lethal do"]
+    res = r.search(queries[0], top_k=5, retrieval=rc, use_cache=False)
+    first, second = (r.row[h.chunk_id] for h in res.hits[:2])
+    saved = r.dedup_keys[second]
+    r.dedup_keys[second] = r.dedup_keys[first]  # pretend hit 2 duplicates hit 1
+    r.__dict__.pop("dedup_prone", None)
+    r.__dict__.pop("_prone_np", None)
+    try:
+        full = r.search_many(queries, top_k=5, retrieval=rc)
+        r.reuse_candidates(True)
+        batch = r.search_many(queries, top_k=5, retrieval=rc, lean=2)
+    finally:
+        r.reuse_candidates(False)
+        r.dedup_keys[second] = saved
+        r.__dict__.pop("dedup_prone", None)
+        r.__dict__.pop("_prone_np", None)
+    assert r.chunks[second].chunk_id not in [c.chunk_id for c in batch[0].ranked]
+    for a, b in zip(full, batch):
+        assert [c.chunk_id for c in b.ranked] == [h.chunk_id for h in a.hits]
+        assert [h.to_dict() for h in b.hits] == [h.to_dict() for h in a.hits[:2]]

@@ -1,0 +1,80 @@
+"""log_report on a hand-built report: run status, nesting, provenance tags and artifacts (no index needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.runner import EvalReport
+
+
+def report() -> EvalReport:
+    row = {"id": "q1", "query": "what does lethal do", "tags": ["rules"], "expected": ["a.md"], "missed@10": [],
+           "metrics": {"ndcg@10": 1.0, "recall@10": 1.0, "mrr@10": 1.0, "precision@5": 0.2}, "latency_ms": 1.5,
+           "normalized": "what does lethal do", "expansions": [],
+           "top": [{"rank": 1, "chunk_id": "a.md#0", "header": "Lethal", "score": 1.0, "relevant": True, "hop": 0}]}
+    return EvalReport(testset="tiny", testset_path=None, testset_sha256="abc", index_key="k", index_version="v000001",
+                      model_id="m", k_values=[5, 10], overall={"ndcg@10": 1.0, "recall@10": 1.0},
+                      per_tag={"rules": {"ndcg@10": 1.0, "n": 1.0}}, per_query=[row],
+                      latency_ms={"p50": 1.5}, label="tiny")
+
+
+@pytest.fixture
+def cfg(make_config):
+    return make_config(None, "mlflow.experiment=unit")
+
+
+def test_a_run_is_finished_with_metrics_params_provenance_and_the_whole_report(cfg, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from eval.mlflow_log import log_report
+
+    run_id = log_report(cfg, report(), run_name="one", plots=False)
+    run = MlflowClient().get_run(run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "one"
+    assert run.data.metrics["ndcg_at_10"] == 1.0 and run.data.metrics["tag.rules.ndcg_at_10"] == 1.0
+    assert run.data.params["index.version"] == "v000001" and run.data.params["testset.sha256"] == "abc"
+    assert run.data.tags["ragrig.testset"] == "tiny" and run.data.tags["mlflow.source.type"] == "LOCAL"
+    assert "mlflow.user" in run.data.tags and "mlflow.parentRunId" not in run.data.tags
+    names = {a.path for a in MlflowClient().list_artifacts(run_id)}
+    assert names == {"per_query.csv", "config.yaml", "report.json", "failed_cases.md"}
+    local = MlflowClient().download_artifacts(run_id, "report.json", str(tmp_path))
+    assert json.loads(open(local, encoding="utf-8").read())["per_query"][0]["top"][0]["chunk_id"] == "a.md#0"
+
+
+def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from eval.mlflow_log import ensure_experiment, log_report
+
+    exp = ensure_experiment(cfg)
+    with mlflow.start_run(experiment_id=exp, run_name="parent") as parent:
+        active = log_report(cfg, report(), nested=True, plots=False)
+        given = log_report(cfg, report(), plots=False, experiment_id=exp, parent_run_id=parent.info.run_id,
+                           param_keys=["retrieval.fusion.rrf_k"])
+        assert mlflow.active_run().info.run_id == parent.info.run_id  # logging never replaced the active run
+    client = MlflowClient()
+    for run_id in (active, given):
+        assert client.get_run(run_id).data.tags["mlflow.parentRunId"] == parent.info.run_id
+    # a child logs only its own params plus the provenance
+    assert set(client.get_run(given).data.params) == {"retrieval.fusion.rrf_k", "index.version", "index.key",
+                                                      "embedding.model_id", "testset.name", "testset.sha256",
+                                                      "git.commit"}
+
+
+def test_a_run_whose_logging_fails_is_marked_failed_and_the_error_surfaces(cfg, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    import eval.mlflow_log as ml
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ml, "_write_artifacts", broken)
+    with pytest.raises(OSError, match="disk full"):
+        ml.log_report(cfg, report(), run_name="broken", plots=False)
+    exp = MlflowClient().get_experiment_by_name("unit")
+    runs = MlflowClient().search_runs([exp.experiment_id])
+    assert [(r.info.run_name, r.info.status) for r in runs] == [("broken", "FAILED")]
