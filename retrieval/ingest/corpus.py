@@ -35,6 +35,7 @@ class Discovery:
     docs: list[SourceDoc] = field(default_factory=list)
     failed: list[FailedDoc] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why) not counted as failures
+    unchanged_since: str | None = None  # a BEIR file identical to the one this version was built from: not parsed
 
 
 def corpus_kind(cfg: CorpusConfig) -> str:
@@ -102,9 +103,28 @@ def discover_directory(cfg: CorpusConfig) -> Discovery:
     return out
 
 
-def discover_beir(cfg: CorpusConfig) -> Discovery:
+def beir_file(cfg: CorpusConfig) -> Path:
+    """The JSONL file of a BEIR corpus (the folder's corpus.jsonl, or the file itself)."""
     root = Path(cfg.path)
-    path = root / "corpus.jsonl" if root.is_dir() else root
+    return root / "corpus.jsonl" if root.is_dir() else root
+
+
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks (SciFact's 7.7 MB corpus: ~15 ms, against ~70 ms to parse it)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read BEIR corpus ({exc.strerror})") from None
+    return h.hexdigest()
+
+
+def discover_beir(cfg: CorpusConfig) -> Discovery:
+    path = beir_file(cfg)
     out = Discovery()
     seen: set[str] = set()
     try:

@@ -26,7 +26,7 @@ from configs.schema import RagrigConfig
 from retrieval.bm25 import Bm25Index
 from retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
 from retrieval.ingest.chunking import ChunkingParams, chunk_document
-from retrieval.ingest.corpus import Discovery, corpus_kind, discover
+from retrieval.ingest.corpus import Discovery, beir_file, corpus_kind, discover, file_sha256
 from retrieval.ingest.extract import ExtractionError, Extractor
 from retrieval.ingest.extract_cache import ExtractCache
 from retrieval.ingest.keywords import build_library
@@ -98,6 +98,7 @@ class IngestPipeline:
         self.embedder = Embedder(cfg.embedding)
         self._hook = hook  # called at stage boundaries (crash tests kill the process there)
         self._embed_cache: EmbeddingCache | None = None
+        self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash (see _unchanged_beir_file)
 
     # ---- helpers ----------------------------------------------------------
     @contextmanager
@@ -150,12 +151,42 @@ class IngestPipeline:
 
     def discover(self) -> Discovery:
         with self.timed("discover"):
-            corpus_kind(self.cfg.corpus)  # clear error for a missing corpus before anything else
+            kind = corpus_kind(self.cfg.corpus)  # clear error for a missing corpus before anything else
+            if kind == "beir":
+                same = self._unchanged_beir_file()
+                if same is not None:
+                    return same
             found = discover(self.cfg.corpus)
             for f in found.failed:
                 self.fail(f.doc_id, f.stage, f.reason)
             self.stats.docs_seen = len(found.docs) + len(found.failed)
         return found
+
+    def _unchanged_beir_file(self) -> Discovery | None:
+        """A BEIR corpus is one file: when its bytes are the ones the current version was built from (same
+        extractor, no failure beyond bad records, which the same bytes repeat), nothing can have changed, so
+        the file is hashed rather than parsed line by line. Else None, and the file's record is kept for
+        the manifest of the version this run builds."""
+        record = {"sha256": file_sha256(beir_file(self.cfg.corpus)), "extractor": BEIR_EXTRACTOR}
+        self._corpus_file = record
+        previous = self.layout.current_version()
+        if previous is None or self.force:
+            return None
+        manifest = IndexVersion(self.cfg, self.layout, previous).manifest
+        before = manifest.get("corpus_file")
+        if not isinstance(before, dict) or {k: before.get(k) for k in record} != record:
+            return None
+        failed = before.get("failed", [])
+        if any(f.get("stage") != "discover" for f in failed):
+            return None  # a later stage failed for some document last time: the full path retries it
+        self._corpus_file = before
+        for f in failed:
+            self.fail(f["doc_id"], f["stage"], f["reason"])
+        docs = int(manifest["counts"]["documents"])
+        self.stats.docs_seen = docs + len(failed)
+        self.stats.docs_unchanged = docs
+        self.stats.previous_version = previous
+        return Discovery(unchanged_since=previous)
 
     def plan(self, found: Discovery) -> Plan:
         with self.timed("plan"):
@@ -343,6 +374,8 @@ class IngestPipeline:
                 "chunk_ids_sha256": ids_hash,
                 "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
             }
+            if self._corpus_file is not None:  # BEIR: the file this version was built from, and what failed in it
+                manifest["corpus_file"] = {**self._corpus_file, "failed": list(self.stats.failures)}
             write_json(tmp / MANIFEST, manifest)
             fsync_dir(tmp)
             final = self.layout.version_dir(version)
@@ -378,8 +411,12 @@ class IngestPipeline:
 
     # ---- the whole sequence (one place for it) ------------------------------
     def _keep_previous(self, plan: Plan) -> IngestStats:
-        self.stats.version = plan.previous
-        self.stats.chunks = IndexVersion(self.cfg, self.layout, plan.previous).manifest["counts"]["chunks"]  # type: ignore[arg-type]
+        assert plan.previous is not None
+        return self._keep_previous_version(plan.previous)
+
+    def _keep_previous_version(self, version: str) -> IngestStats:
+        self.stats.version = version
+        self.stats.chunks = IndexVersion(self.cfg, self.layout, version).manifest["counts"]["chunks"]
         return self.stats
 
     def run(self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0) -> IngestStats:
@@ -394,6 +431,8 @@ class IngestPipeline:
             with ingest_lock(self.layout.lock_file, wait_s=wait_s):
                 call("sweep-leftovers", self.sweep_leftovers)
                 found = call("discover", self.discover)
+                if found.unchanged_since is not None:
+                    return self._keep_previous_version(found.unchanged_since)
                 plan = call("plan", self.plan, found)
                 if plan.changed_nothing and not self.force:
                     return self._keep_previous(plan)
@@ -430,9 +469,12 @@ def _extractor(cfg: RagrigConfig) -> Extractor:
     return extractor
 
 
+BEIR_EXTRACTOR = "beir:v1"
+
+
 def extractor_key(cfg: RagrigConfig, src: SourceDoc) -> str:
     """What produced a document's Markdown; a stored document with another key is re-extracted."""
-    return "beir:v1" if src.format == "beir" else _extractor(cfg).cache_key
+    return BEIR_EXTRACTOR if src.format == "beir" else _extractor(cfg).cache_key
 _EXTRACT_CACHES: dict[str, ExtractCache] = {}
 
 

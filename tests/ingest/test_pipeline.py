@@ -233,6 +233,36 @@ def test_beir_corpus_ingests_with_record_ids(tmp_path, make_config):
     assert_consistent(cfg, 3)
 
 
+def test_an_unchanged_beir_file_is_hashed_not_parsed_and_any_change_is_seen(tmp_path, make_config, monkeypatch):
+    import retrieval.ingest.pipeline as pipeline
+
+    root = tmp_path / "beir"
+    root.mkdir()
+    lines = [json.dumps({"_id": "d1", "title": "Rickets", "text": "Vitamin D deficiency."}), "{not json",
+             json.dumps({"_id": "d2", "title": "Scurvy", "text": "Vitamin C deficiency."})]
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = make_config(root)
+    first = ingest(cfg)
+    assert first.published and first.docs_new == 2 and first.docs_failed == 1
+    record = current(cfg).manifest["corpus_file"]
+    assert record["extractor"] == "beir:v1" and [f["stage"] for f in record["failed"]] == ["discover"]
+
+    parsed: list[int] = []
+    real = pipeline.discover
+    monkeypatch.setattr(pipeline, "discover", lambda c: parsed.append(1) or real(c))
+    again = ingest(cfg)
+    assert not parsed and not again.published and again.version == first.version
+    # the same counts and the same bad record reported as when the file was parsed
+    assert (again.docs_seen, again.docs_unchanged, again.docs_failed, again.chunks) == (3, 2, 1, first.chunks)
+    assert again.failures == first.failures
+
+    # one byte changed: parsed again, the changed record re-extracted, a new version
+    (root / "corpus.jsonl").write_text("\n".join(lines).replace("Vitamin C", "Vitamin c") + "\n", encoding="utf-8")
+    changed = ingest(cfg)
+    assert parsed == [1] and changed.published and changed.docs_changed == 1 and changed.docs_unchanged == 1
+    assert ingest(cfg, force=True).published and parsed == [1, 1]  # --force always parses
+
+
 def test_embedding_cache_is_shared_across_chunking_levels(corpus, make_config):
     cfg2 = make_config(corpus, chunking__max_header_level=2)
     cfg3 = make_config(corpus, chunking__max_header_level=3)
