@@ -686,9 +686,11 @@ class Retriever:
             if lean is not None and self.candidate_memo is not None:
                 batched = self._search_batch(processed, vecs, vruns, r, top_k or r.top_k, filters, lean, max_hops)
             for i, q in enumerate(queries):
-                res = batched.get(i) or self.search(q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
-                                  use_cache=False, max_hops=None if max_hops is None else max_hops[i],
-                                  processed=processed[i], lean=lean, vector_run=None if vruns is None else vruns[i])
+                res = batched.get(i) or self.search(
+                    q, top_k=top_k, filters=filters, qvec=None if vecs is None else vecs[i], retrieval=r,
+                    use_cache=False, max_hops=None if max_hops is None else max_hops[i], processed=processed[i],
+                    lean=lean, vector_run=None if vruns is None else vruns[i],
+                )
                 if vecs is not None:
                     res.timings_ms["embed"] = per
                     if "vector" in res.timings_ms:  # its share of the batched query (the lookup was ~0)
