@@ -490,7 +490,9 @@ def build_report(results: Path, *, machine: dict[str, Any] | None = None, date: 
 
     # quality tables
     for name, title, script in (("multihop.json", "Multi-hop retrieval quality", "benchmarks/multihop_eval.py"),
-                                ("fusion_compare.json", "Fusion methods compared", "benchmarks/fusion_compare.py")):
+                                ("fusion_compare.json", "Fusion methods compared", "benchmarks/fusion_compare.py"),
+                                ("granularity_scifact.json", "SciFact: sentence-level dense views (an experiment)",
+                                 "benchmarks/granularity_scifact.py")):
         files, missing = single(name)
         section(title, script, files, lambda name=name: (section_records(data[name]), []), missing)
 

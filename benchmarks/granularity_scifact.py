@@ -1,0 +1,181 @@
+"""Does a sentence-level dense view lift SciFact hybrid retrieval? (an experiment, not a default)
+
+    python benchmarks/granularity_scifact.py [-c configs/scifact.yaml] [--testset FOLDER]
+
+The default hybrid embeds each chunk (a SciFact abstract, or a window-sized piece of one, with its title)
+as one vector. Claims usually restate one finding, i.e. one sentence. This script scores every chunk of
+the published index by a second, finer view and fuses it with BM25 the way the retriever does (weighted
+z-score over each source's top `retrieval.candidates`, equal weights; a missing item gets the source's
+floor), so the figures are comparable with `ragrig eval`:
+
+* chunk:              the index's own chunk vectors (the default hybrid);
+* sentence:           best cosine over the chunk's sentences, embedded alone;
+* title + sentence:   the same with the header path (the paper title) in front of each sentence;
+* chunk + sentence:   the sum of the chunk and best-sentence cosines (both on the same scale).
+
+Scores are exact (a dot product over every vector, not Chroma's approximate HNSW), so the chunk row can
+differ from `ragrig eval` in the fourth decimal. Sentence vectors are cached in
+<home>/bench-granularity/ (keyed by the model and the sentence texts); the first run embeds ~45k sentences
+twice (~16 min on 2 cores). Writes benchmarks/results/granularity_scifact.json and prints a Markdown table.
+Nothing here is tuned: every combination uses equal weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+# a sentence ends at . ! ? followed by space and an upper-case letter, digit or bracket
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in SENTENCE_END.split(text)) if s] or [text]
+
+
+def ndcg_at(ranked: list[str], grades: dict[str, int], k: int) -> float:
+    dcg = sum(grades.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(grades.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], grades: dict[str, int], k: int) -> float:
+    rel = {d for d, g in grades.items() if g > 0}
+    return len(rel & set(ranked[:k])) / len(rel) if rel else 0.0
+
+
+def doc_ranking(scores: np.ndarray, docs: list[str], n: int = 100) -> list[str]:
+    """Chunk scores -> documents in order of their best chunk (how `ragrig eval` credits doc targets)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for i in np.argsort(-scores, kind="stable"):
+        d = docs[int(i)]
+        if d not in seen:
+            seen.add(d)
+            out.append(d)
+            if len(out) == n:
+                break
+    return out
+
+
+def top_run(scores: np.ndarray, n: int) -> dict[int, float]:
+    idx = np.argpartition(-scores, min(n, len(scores) - 1))[:n]
+    return {int(i): float(scores[i]) for i in idx}
+
+
+def embed_cached(embedder, texts: list[str], cache: Path, label: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+    key = hashlib.sha256(("\x1f".join(texts) + "\x1e" + str(embedder.cfg.model)).encode()).hexdigest()[:16]
+    path = cache / f"{label}-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    t0 = time.perf_counter()
+    vecs = embedder.encode(texts, progress=True)
+    print(f"embedded {len(texts):,} {label} texts in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-c", "--config", default=str(ROOT / "configs" / "scifact.yaml"))
+    ap.add_argument("--testset", default=None, help="a BEIR folder (default: the config's first test set)")
+    args = ap.parse_args(argv)
+
+    from configs.schema import load_config
+    from eval.testset import import_beir
+    from retrieval.fusion import fuse
+    from retrieval.retriever import Retriever
+
+    cfg = load_config(args.config)
+    ts = import_beir(args.testset or cfg.eval.testsets[0])
+    r = Retriever(cfg)
+    chunks = r.chunks
+    docs = [c.doc_id for c in chunks]
+    got = r.collection.get(include=["embeddings"])
+    pos = {cid: i for i, cid in enumerate(got["ids"])}
+    chunk_vecs = np.asarray(got["embeddings"], dtype=np.float32)[[pos[c.chunk_id] for c in chunks]]
+
+    sents: list[str] = []
+    titled: list[str] = []
+    owner: list[int] = []
+    for row, c in enumerate(chunks):
+        title = " / ".join(c.header_path)
+        for s in split_sentences(c.text):
+            sents.append(s)
+            titled.append(f"{title}\n{s}" if title else s)
+            owner.append(row)
+    owner_np = np.asarray(owner)
+    cache = cfg.home_dir / "bench-granularity"
+    sent_vecs = embed_cached(r.embedder, sents, cache, "sentence")
+    titled_vecs = embed_cached(r.embedder, titled, cache, "title-sentence")
+
+    queries = [case.query for case in ts.cases]
+    qvecs = r.embedder.encode_queries(queries)
+    n = cfg.retrieval.candidates
+
+    def best_per_chunk(sims: np.ndarray) -> np.ndarray:
+        out = np.full(len(chunks), -1.0, dtype=np.float64)
+        np.maximum.at(out, owner_np, sims)
+        return out
+
+    views = {"chunk": [], "sentence": [], "title + sentence": [], "chunk + sentence": []}
+    bm25 = []
+    for qi, q in enumerate(queries):
+        pq = r.processor.process(q)
+        bm25.append(r.bm25.scores(r.bm25.tokenizer(pq.bm25_text)).astype(np.float64))
+        chunk = chunk_vecs @ qvecs[qi]
+        sent = best_per_chunk(sent_vecs @ qvecs[qi])
+        views["chunk"].append(chunk)
+        views["sentence"].append(sent)
+        views["title + sentence"].append(best_per_chunk(titled_vecs @ qvecs[qi]))
+        views["chunk + sentence"].append(chunk + sent)
+
+    def score(rankings: list[list[str]]) -> dict[str, float]:
+        grades = [{e.doc: e.grade for e in case.expect} for case in ts.cases]
+        return {
+            "ndcg@10": float(np.mean([ndcg_at(rk, g, 10) for rk, g in zip(rankings, grades)])),
+            "recall@100": float(np.mean([recall_at(rk, g, 100) for rk, g in zip(rankings, grades)])),
+        }
+
+    def fused(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.full(len(chunks), -np.inf)
+        for i, s in fuse({"bm25": top_run(a, n), "vector": top_run(b, n)}, "weighted",
+                         weights={"bm25": 1.0, "vector": 1.0}, normalization="zscore"):
+            out[int(i)] = s
+        return out
+
+    rows = [{"system": "BM25 alone", **score([doc_ranking(s, docs) for s in bm25])}]
+    for name, per_query in views.items():
+        rows.append({"system": f"{name} (dense alone)", **score([doc_ranking(s, docs) for s in per_query])})
+        rows.append({"system": f"BM25 + {name}", **score([doc_ranking(fused(a, b), docs)
+                                                           for a, b in zip(bm25, per_query)])})
+    result = {"config": os.path.relpath(Path(args.config).resolve(), ROOT), "testset": ts.name, "queries": len(queries), "chunks": len(chunks),
+              "sentences": len(sents), "model": cfg.embedding.model, "rows": rows}
+    out = ROOT / "benchmarks" / "results" / "granularity_scifact.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{ts.name}: {len(queries)} queries, {len(chunks):,} chunks, {len(sents):,} sentences\n")
+    print("| system | nDCG@10 | R@100 |")
+    print("|---|---:|---:|")
+    for row in rows:
+        print(f"| {row['system']} | {row['ndcg@10']:.4f} | {row['recall@100']:.4f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
