@@ -13,10 +13,11 @@ floor), so the figures are comparable with `ragrig eval`:
 * title + sentence:   the same with the header path (the paper title) in front of each sentence;
 * chunk + sentence:   the sum of the chunk and best-sentence cosines (both on the same scale).
 
-Scores are exact (a dot product over every vector, not Chroma's approximate HNSW), so the chunk row can
-differ from `ragrig eval` in the fourth decimal. Sentence vectors are cached in
-<home>/bench-granularity/ (keyed by the model and the sentence texts); the first run embeds ~45k sentences
-twice (~16 min on 2 cores). Writes benchmarks/results/granularity_scifact.json and prints a Markdown table.
+Each query's top `retrieval.candidates` chunks, de-duplicated as the retriever does, are scored with `ragrig eval`'s own metrics
+(eval.metrics.query_metrics against the test set's resolved targets). Scores are exact (a dot product over
+every vector, not Chroma's approximate HNSW), so the chunk row can differ from `ragrig eval` in the fourth
+decimal. Sentence vectors are cached in <home>/bench-granularity/ (keyed by the
+model and the sentence texts); the first run embeds ~49k sentences twice (~16 min on 2 cores). Writes benchmarks/results/granularity_scifact.json and prints a Markdown table.
 Nothing here is tuned: every combination uses equal weights.
 """
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import re
 import sys
@@ -47,35 +47,29 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in SENTENCE_END.split(text)) if s] or [text]
 
 
-def ndcg_at(ranked: list[str], grades: dict[str, int], k: int) -> float:
-    dcg = sum(grades.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
+def ranked_rows(scores: np.ndarray, keys: list, prone: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` best scored rows after the retriever's de-duplication (retrieval.shaping.dedup_walk: one
+    piece per section, one copy per text), best first; ties keep row order; -inf rows are not candidates."""
+    from retrieval.shaping import dedup_walk
 
-
-def recall_at(ranked: list[str], grades: dict[str, int], k: int) -> float:
-    rel = {d for d, g in grades.items() if g > 0}
-    return len(rel & set(ranked[:k])) / len(rel) if rel else 0.0
-
-
-def doc_ranking(scores: np.ndarray, docs: list[str], n: int = 100) -> list[str]:
-    """Chunk scores -> documents in order of their best chunk (how `ragrig eval` credits doc targets)."""
-    seen: set[str] = set()
-    out: list[str] = []
-    for i in np.argsort(-scores, kind="stable"):
-        d = docs[int(i)]
-        if d not in seen:
-            seen.add(d)
-            out.append(d)
-            if len(out) == n:
-                break
-    return out
+    order = np.argsort(-scores, kind="stable")
+    order = order[np.isfinite(scores[order])]
+    keep, _ = dedup_walk([keys[i] for i in order], prone[order], n)
+    return order[keep][:n]
 
 
 def top_run(scores: np.ndarray, n: int) -> dict[int, float]:
+    """A source's candidates: its ``n`` best rows and their scores."""
     idx = np.argpartition(-scores, min(n, len(scores) - 1))[:n]
     return {int(i): float(scores[i]) for i in idx}
+
+
+def candidates_only(scores: np.ndarray, n: int) -> np.ndarray:
+    """One source alone, as the retriever runs it: its ``n`` best rows keep their scores, the rest -inf."""
+    out = np.full(len(scores), -np.inf)
+    run = top_run(scores, n)
+    out[list(run)] = list(run.values())
+    return out
 
 
 def embed_cached(embedder, texts: list[str], cache: Path, label: str) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -98,6 +92,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
 
     from configs.schema import load_config
+    from eval.metrics import mean_metrics, query_metrics
+    from eval.relevance import resolve_testset
     from eval.testset import import_beir
     from retrieval.fusion import fuse
     from retrieval.retriever import Retriever
@@ -106,7 +102,6 @@ def main(argv: list[str]) -> int:
     ts = import_beir(args.testset or cfg.eval.testsets[0])
     r = Retriever(cfg)
     chunks = r.chunks
-    docs = [c.doc_id for c in chunks]
     got = r.collection.get(include=["embeddings"])
     pos = {cid: i for i, cid in enumerate(got["ids"])}
     chunk_vecs = np.asarray(got["embeddings"], dtype=np.float32)[[pos[c.chunk_id] for c in chunks]]
@@ -146,34 +141,37 @@ def main(argv: list[str]) -> int:
         views["title + sentence"].append(best_per_chunk(titled_vecs @ qvecs[qi]))
         views["chunk + sentence"].append(chunk + sent)
 
-    def score(rankings: list[list[str]]) -> dict[str, float]:
-        grades = [{e.doc: e.grade for e in case.expect} for case in ts.cases]
-        return {
-            "ndcg@10": float(np.mean([ndcg_at(rk, g, 10) for rk, g in zip(rankings, grades)])),
-            "recall@100": float(np.mean([recall_at(rk, g, 100) for rk, g in zip(rankings, grades)])),
-        }
+    targets = resolve_testset(ts, r.version.documents_by_id)
+
+    keys, prone = r.dedup_keys, np.asarray(r.dedup_prone, dtype=bool)
+
+    def score(per_query: list[np.ndarray]) -> dict[str, float]:
+        """`ragrig eval`'s metrics (eval.metrics) over each query's de-duplicated top `candidates` chunks."""
+        m = mean_metrics([query_metrics([chunks[int(i)] for i in ranked_rows(s, keys, prone, n)], targets[case.id],
+                                        (10, n)) for s, case in zip(per_query, ts.cases)])
+        return {"ndcg@10": m["ndcg@10"], f"recall@{n}": m[f"recall@{n}"]}
 
     def fused(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = np.full(len(chunks), -np.inf)
+        out = np.full(len(chunks), -np.inf)  # not a candidate of either source
         for i, s in fuse({"bm25": top_run(a, n), "vector": top_run(b, n)}, "weighted",
                          weights={"bm25": 1.0, "vector": 1.0}, normalization="zscore"):
             out[int(i)] = s
         return out
 
-    rows = [{"system": "BM25 alone", **score([doc_ranking(s, docs) for s in bm25])}]
+    rows = [{"system": "BM25 alone", **score([candidates_only(s, n) for s in bm25])}]
     for name, per_query in views.items():
-        rows.append({"system": f"{name} (dense alone)", **score([doc_ranking(s, docs) for s in per_query])})
-        rows.append({"system": f"BM25 + {name}", **score([doc_ranking(fused(a, b), docs)
-                                                           for a, b in zip(bm25, per_query)])})
-    result = {"config": os.path.relpath(Path(args.config).resolve(), ROOT), "testset": ts.name, "queries": len(queries), "chunks": len(chunks),
-              "sentences": len(sents), "model": cfg.embedding.model, "rows": rows}
+        rows.append({"system": f"{name} (dense alone)", **score([candidates_only(s, n) for s in per_query])})
+        rows.append({"system": f"BM25 + {name}", **score([fused(a, b) for a, b in zip(bm25, per_query)])})
+    result = {"config": os.path.relpath(Path(args.config).resolve(), ROOT), "testset": ts.name,
+              "queries": len(queries), "chunks": len(chunks), "sentences": len(sents), "model": cfg.embedding.model,
+              "rows": rows}
     out = ROOT / "benchmarks" / "results" / "granularity_scifact.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{ts.name}: {len(queries)} queries, {len(chunks):,} chunks, {len(sents):,} sentences\n")
-    print("| system | nDCG@10 | R@100 |")
+    print(f"| system | nDCG@10 | R@{n} |")
     print("|---|---:|---:|")
     for row in rows:
-        print(f"| {row['system']} | {row['ndcg@10']:.4f} | {row['recall@100']:.4f} |")
+        print(f"| {row['system']} | {row['ndcg@10']:.4f} | {row[f'recall@{n}']:.4f} |")
     return 0
 
 

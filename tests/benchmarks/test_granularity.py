@@ -1,9 +1,9 @@
-"""benchmarks/granularity_scifact.py helpers on hand-computed cases (the figures in docs/results.md rest on them)."""
+"""benchmarks/granularity_scifact.py helpers on hand-computed cases (the figures in docs/results.md rest on them;
+the metrics themselves are eval.metrics, tested in tests/eval)."""
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 from pathlib import Path
 
@@ -33,20 +33,20 @@ def test_sentences_split_at_ends_followed_by_a_capital_digit_or_bracket(gran):
     assert gran.split_sentences("   ") == ["   "]  # nothing to split: the text itself, never an empty list
 
 
-def test_doc_ranking_keeps_each_documents_best_chunk_in_order(gran):
-    scores = np.array([0.1, 0.9, 0.5, 0.8, 0.5])
-    assert gran.doc_ranking(scores, ["a", "b", "c", "b", "d"]) == ["b", "c", "d", "a"]
-    assert gran.doc_ranking(scores, ["a", "b", "c", "b", "d"], n=2) == ["b", "c"]
+def test_ranked_rows_drop_later_pieces_of_a_section_and_non_candidates(gran):
+    scores = np.array([0.1, 0.9, 0.5, 0.8, 0.5, -np.inf])
+    sec = ("section", "b", ("T",), 1)
+    keys = [(("text", "a"),), (("text", "b1"), sec), (("text", "c"),), (("text", "b2"), sec), (("text", "d"),),
+            (("text", "e"),)]
+    prone = np.array([False, True, False, True, False, False])
+    # row 3 is the second piece of row 1's section; row 5 is no candidate; ties (2, 4) keep row order
+    assert gran.ranked_rows(scores, keys, prone, 10).tolist() == [1, 2, 4, 0]
+    assert gran.ranked_rows(scores, keys, prone, 2).tolist() == [1, 2]
 
 
-def test_ndcg_and_recall_by_hand(gran):
-    grades = {"x": 1, "y": 1}
-    # hits at ranks 2 and 3: (1/log2 3 + 1/log2 4) / (1 + 1/log2 3)
-    want = (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3))
-    assert gran.ndcg_at(["z", "x", "y"], grades, 10) == pytest.approx(want)
-    assert gran.ndcg_at(["z", "x", "y"], grades, 1) == 0.0
-    assert gran.recall_at(["z", "x"], grades, 2) == 0.5
-    assert gran.recall_at([], {}, 10) == 0.0
+def test_candidates_only_keeps_the_n_best(gran):
+    got = gran.candidates_only(np.array([0.2, 0.7, 0.1, 0.9]), 2)
+    assert got.tolist() == [-np.inf, 0.7, -np.inf, 0.9]
 
 
 def test_top_run_is_the_n_best_rows(gran):
