@@ -17,6 +17,7 @@ import numpy as np
 
 from configs.schema import RetrievalConfig
 from retrieval.fusion import max_score
+from retrieval.shaping import dedup_first_of_group
 
 
 class CandidateArrays(Protocol):
@@ -140,15 +141,9 @@ def fuse_select(
     if r.min_relevance > 0:  # scores fall within each query: keep the prefix at or above the threshold
         keep = scores >= r.min_relevance
         order, scores, qs = order[keep], scores[keep], qs[keep]
-    if r.dedup:
-        g = flat.group[order]
-        idx = np.nonzero(g >= 0)[0]
-        if len(idx):
-            keep = np.ones(len(order), dtype=bool)
-            _, first = np.unique(g[idx], return_index=True)
-            keep[idx] = False
-            keep[idx[first]] = True
-            order, scores, qs = order[keep], scores[keep], qs[keep]
+    if r.dedup:  # groups are unique across queries, so one pass keeps the first of each within its query
+        keep, _ = dedup_first_of_group(flat.group[order], len(order))
+        order, scores, qs = order[keep], scores[keep], qs[keep]
     counts = np.bincount(qs, minlength=flat.n_queries)
     starts = np.cumsum(counts) - counts
     keep = (np.arange(len(order)) - starts[qs]) < top_k
