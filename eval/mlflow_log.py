@@ -131,8 +131,9 @@ def log_report(cfg: RagrigConfig, report: EvalReport, run_name: str | None = Non
     from mlflow.tracking import MlflowClient
 
     exp_id = experiment_id or ensure_experiment(cfg)
-    if parent_run_id is None and nested and mlflow.active_run() is not None:
-        parent_run_id = mlflow.active_run().info.run_id
+    active = mlflow.active_run() if parent_run_id is None and nested else None
+    if active is not None:
+        parent_run_id = active.info.run_id
     secrets = _env_secrets()
     # provenance goes through the same scrubbing: the index key embeds index.name / the corpus folder name
     flat = cfg.flat()

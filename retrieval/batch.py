@@ -106,6 +106,7 @@ def fuse_select(
         order = np.lexsort((-acc, flat.seg))  # stable: ties keep id order within a query
         order = order[included[order]]
         scores = acc[order]
+        qs = flat.seg[order]
     else:
         contributed = False
         for s in flat.sources:
@@ -137,7 +138,6 @@ def fuse_select(
         with np.errstate(invalid="ignore", divide="ignore"):
             scaled = (sorted_acc - lo[qs]) / span[qs]
         scores = np.where(flat_q[qs], 1.0, scaled)
-    qs = flat.seg[order]
     if r.min_relevance > 0:  # scores fall within each query: keep the prefix at or above the threshold
         keep = scores >= r.min_relevance
         order, scores, qs = order[keep], scores[keep], qs[keep]

@@ -589,6 +589,7 @@ class Retriever:
         mask = self._mask(filters)
         picked: list[int] = []
         runs_of: list[Runs] = []
+        present: list[tuple[str, ...]] = []  # per picked query: the sources that returned anything
         cands: list[_Candidates] = []
         times: list[dict[str, float]] = []
         for i, pq in enumerate(processed):
@@ -598,17 +599,18 @@ class Retriever:
             t: dict[str, float] = {}
             runs = self.candidate_runs(pq, None if vecs is None else vecs[i], r, mask, t,
                                        None if vruns is None else vruns[i])
-            cs = self._candidates({s: run for s, run in runs.items() if run})
+            live = {s: run for s, run in runs.items() if run}
+            cs = self._candidates(live)
             if r.dedup and cs.group is None and cs.prone.any():
                 continue  # a row shares two keys: the per-query walk handles it
             picked.append(i)
             runs_of.append(runs)
+            present.append(tuple(live))
             cands.append(cs)
             times.append(t)
         if not picked:
             return {}
         t0 = time.perf_counter()
-        present = [tuple(s for s, run in runs.items() if run) for runs in runs_of]
         key = tuple(id(cs) for cs in cands)
         flat = self._flat_memo.get(key)
         if flat is None or flat.present != present:
@@ -621,7 +623,7 @@ class Retriever:
                 if (s, nk) not in flat.normed:
                     flat.normed[(s, nk)] = np.concatenate([
                         self._normed(cs, s, runs[s], nk) if s in p else np.zeros(len(cs.ids))
-                        for cs, runs, p in zip(cands, runs_of, present)]) if cands else np.zeros(0)
+                        for cs, runs, p in zip(cands, runs_of, present)])
             normed = flat.normed
         order, scores, bounds = fuse_select(flat, r, k, normed)
         fuse_ms = (time.perf_counter() - t0) * 1000 / len(picked)
