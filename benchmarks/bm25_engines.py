@@ -68,13 +68,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="*", default=[20000, 100000])
     args = ap.parse_args()
-    from retrieval.text import Tokenizer
+    from ragrig.retrieval.tokenize import Tokenizer
 
     tok = Tokenizer("english", "english")
     results: dict[str, object] = {"scifact": None, "synthetic": []}
     rows = []
     if SCIFACT.is_dir():
-        from eval.testset import import_beir
+        from ragrig.eval.testset import import_beir
 
         docs = [json.loads(line) for line in open(SCIFACT / "corpus.jsonl", encoding="utf-8")]
         ids = [d["_id"] for d in docs]

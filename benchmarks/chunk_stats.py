@@ -40,10 +40,10 @@ def main() -> int:
 
         os.environ["RAGRIG_HOME"] = tempfile.mkdtemp(prefix="ragrig-chunks-")
 
-    from configs.schema import load_config
-    from retrieval.embedding import Embedder
-    from retrieval.ingest.pipeline import IngestPipeline
-    from retrieval.store.version import IndexVersion
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.embedding import Embedder
+    from ragrig.retrieval.index.version import IndexVersion
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     rows = []
     distinct: set[str] = set()

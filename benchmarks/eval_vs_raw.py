@@ -94,7 +94,7 @@ def fresh(retriever: Any) -> None:
 
 
 def run_eval(cfg: Any, ts: Any, retriever: Any, targets: Any) -> tuple[float, Any]:
-    from eval.runner import evaluate
+    from ragrig.eval.evaluate import evaluate
 
     fresh(retriever)
     t0 = time.perf_counter()
@@ -141,9 +141,9 @@ class StageClock:
 
 def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, Any]:
     """One evaluation with stage timers: exclusive seconds per stage, call counts, texts embedded."""
-    import eval.ragas_metrics
-    import eval.runner
-    import retrieval.multihop
+    import ragrig.eval.evaluate
+    import ragrig.eval.ragas_metrics
+    import ragrig.retrieval.multihop.hops
 
     clock = StageClock()
     r = cfg.retrieval
@@ -189,7 +189,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
 
 
 def profiled(cfg: Any, ts: Any, retriever: Any, targets: Any, top: int = 10) -> dict[str, Any]:
-    from eval.runner import evaluate
+    from ragrig.eval.evaluate import evaluate
 
     fresh(retriever)
     prof = cProfile.Profile()
@@ -272,11 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
 
-    from configs.errors import IndexNotFoundError, InputError
-    from configs.schema import load_config
-    from eval.relevance import resolve_testset
-    from eval.testset import load_testset
-    from retrieval.retriever import Retriever
+    from ragrig.configs.errors import IndexNotFoundError, InputError
+    from ragrig.configs.load import load_config
+    from ragrig.eval.relevance import resolve_testset
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.search.retriever import Retriever
 
     cfg = load_config(args.config)
     shown = os.path.relpath(args.config, ROOT) if Path(args.config).is_absolute() else args.config

@@ -28,10 +28,10 @@ SYSTEMS = {
 
 
 def main(argv: list[str]) -> int:
-    from configs.schema import load_config
-    from eval.runner import evaluate
-    from eval.testset import load_testset
-    from retrieval.retriever import Retriever
+    from ragrig.configs.load import load_config
+    from ragrig.eval.evaluate import evaluate
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.search.retriever import Retriever
 
     rows = []
     for path in argv or [str(ROOT / "configs" / "default.yaml")]:

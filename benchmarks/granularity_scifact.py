@@ -50,7 +50,7 @@ def split_sentences(text: str) -> list[str]:
 def ranked_rows(scores: np.ndarray, keys: list, prone: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` best scored rows after the retriever's de-duplication (retrieval.shaping.dedup_walk: one
     piece per section, one copy per text), best first; ties keep row order; -inf rows are not candidates."""
-    from retrieval.shaping import dedup_walk
+    from ragrig.retrieval.search.shaping import dedup_walk
 
     order = np.argsort(-scores, kind="stable")
     order = order[np.isfinite(scores[order])]
@@ -91,12 +91,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--testset", default=None, help="a BEIR folder (default: the config's first test set)")
     args = ap.parse_args(argv)
 
-    from configs.schema import load_config
-    from eval.metrics import mean_metrics, query_metrics
-    from eval.relevance import resolve_testset
-    from eval.testset import import_beir
-    from retrieval.fusion import fuse
-    from retrieval.retriever import Retriever
+    from ragrig.configs.load import load_config
+    from ragrig.eval.metrics import mean_metrics, query_metrics
+    from ragrig.eval.relevance import resolve_testset
+    from ragrig.eval.testset import import_beir
+    from ragrig.retrieval.search.fusion import fuse
+    from ragrig.retrieval.search.retriever import Retriever
 
     cfg = load_config(args.config)
     ts = import_beir(args.testset or cfg.eval.testsets[0])

@@ -71,9 +71,9 @@ def main() -> int:
     ap.add_argument("--name", default=None)
     args = ap.parse_args()
 
-    from configs.schema import load_config
-    from retrieval.ingest.pipeline import IngestPipeline
-    from retrieval.store.version import IndexVersion
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.index.version import IndexVersion
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     work = Path(tempfile.mkdtemp(prefix="ragrig-bench-"))
     os.environ["RAGRIG_HOME"] = str(work / "home")
@@ -89,9 +89,8 @@ def main() -> int:
     chunks = IndexVersion.current(cfg).chunks
     texts = list(dict.fromkeys(c.search_text for c in chunks))  # what ingest embedded (unique texts)
 
+    from ragrig.retrieval.embedding import resolve_model
     from sentence_transformers import SentenceTransformer
-
-    from retrieval.embedding import resolve_model
 
     t0 = time.perf_counter()
     model = SentenceTransformer(resolve_model(cfg.embedding.model), device=cfg.embedding.device)

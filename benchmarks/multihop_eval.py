@@ -20,10 +20,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def main(argv: list[str]) -> int:
-    from configs.schema import load_config
-    from eval.runner import evaluate
-    from eval.testset import load_testset
-    from retrieval.retriever import Retriever
+    from ragrig.configs.load import load_config
+    from ragrig.eval.evaluate import evaluate
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.search.retriever import Retriever
 
     configs = argv or [str(ROOT / "configs" / "default.yaml")]
     rows = []

@@ -91,10 +91,10 @@ def synthetic_words(n: int, rng: np.random.Generator, topic_vocab: np.ndarray, t
 
 def build(n: int, home: Path) -> dict[str, Any]:
     """Child process: build and publish the synthetic index of n chunks under home (reused when current)."""
-    from configs.schema import load_config
-    from retrieval.embedding import model_id
-    from retrieval.ingest.pipeline import IngestPipeline
-    from retrieval.types import Chunk, Document, sha256_text
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.documents import Chunk, Document, sha256_text
+    from ragrig.retrieval.embedding import model_id
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     stamp = home / "generator.json"
     if stamp.is_file() and json.loads(stamp.read_text()) == {**GENERATOR, "n": n}:
@@ -196,12 +196,12 @@ def rank_bm25_latency(retriever: Any, texts: list[str], k: int) -> dict[str, flo
 
 def query(name: str, home: str, n: int, count: int, rank_bm25_max: int) -> dict[str, Any]:
     """Child process: open the index and time single queries per stage."""
-    from configs.schema import load_config
-    from retrieval.retriever import Retriever
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.search.retriever import Retriever
 
     os.environ["RAGRIG_HOME"] = home
     if name == "scifact":
-        from eval.testset import load_testset
+        from ragrig.eval.testset import load_testset
 
         cfg = load_config(str(ROOT / "configs" / "scifact.yaml"))
         texts = [c.query for c in load_testset(cfg.eval.testsets[0]).cases][:count]

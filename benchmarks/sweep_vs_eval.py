@@ -27,12 +27,12 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
 def main(argv: list[str]) -> int:
-    from configs.schema import load_config
-    from eval.mlflow_log import log_report
-    from eval.runner import evaluate
-    from eval.sweep import expand, load_sweep, run_sweep
-    from eval.testset import load_testset
-    from retrieval.retriever import Retriever
+    from ragrig.configs.load import load_config
+    from ragrig.eval.evaluate import evaluate
+    from ragrig.eval.mlflow_log import log_report
+    from ragrig.eval.sweep import expand, load_sweep, run_sweep
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.search.retriever import Retriever
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep", nargs="?", default=str(ROOT / "configs" / "sweeps" / "scifact-fusion.yaml"))
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     cfg = load_config(spec.base, [*spec.set, *extra])
     # warm the OS file cache and the MLflow schema once, outside both measurements
     Retriever(cfg)
-    from eval.mlflow_log import ensure_experiment
+    from ragrig.eval.mlflow_log import ensure_experiment
 
     ensure_experiment(cfg)
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from configs.errors import InputError
+from ragrig.configs.errors import InputError
 
 KeyPath = tuple[str | int, ...]
 

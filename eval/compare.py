@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from configs.errors import InputError
+from ragrig.configs.errors import InputError
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "mrr@10", "precision@5")
 TIE = 1e-9
@@ -202,9 +201,8 @@ def to_markdown(c: Comparison) -> str:
 
 
 def print_comparison(c: Comparison) -> None:
+    from ragrig.flows.report import console
     from rich.table import Table
-
-    from flows.report import console
 
     t = Table(title=f"{c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", title_justify="left")
     for col in ("metric", "baseline", "candidate", "Δ", "p perm", "p t", "W/T/L"):

@@ -16,10 +16,9 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from configs.errors import InputError
-from configs.yamlio import load_yaml
-from eval.compare import Comparison, compare
+from ragrig.configs.errors import InputError
+from ragrig.configs.yamlio import load_yaml
+from ragrig.eval.compare import Comparison, compare
 
 PASS, WARN, BLOCK = "PASS", "WARN", "BLOCK"
 ORDER = {PASS: 0, WARN: 1, BLOCK: 2}
@@ -191,9 +190,8 @@ def to_junit(results: list[GateResult]) -> str:
 
 
 def print_gate(results: list[GateResult]) -> None:
+    from ragrig.flows.report import console
     from rich.table import Table
-
-    from flows.report import console
 
     style = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
     for r in results:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from eval.relevance import Target
+from ragrig.eval.relevance import Target
 
 METRICS = ("precision", "recall", "hit_rate", "mrr", "map", "ndcg")
 

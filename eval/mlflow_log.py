@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from configs.schema import RagrigConfig
-from eval.runner import EvalReport
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.evaluate import EvalReport
 
 SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.I)
 
@@ -208,7 +208,7 @@ def _write_artifacts(t: Path, cfg: RagrigConfig, report: EvalReport, secrets: li
     """per_query.csv, config.yaml, report.json, failed_cases.md (and the two plots) into folder ``t``."""
     import csv
 
-    from eval.plots import per_tag_png, recall_ndcg_png
+    from ragrig.eval.plots import per_tag_png, recall_ndcg_png
 
     with (t / "per_query.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=PER_QUERY_COLUMNS, lineterminator="\n")

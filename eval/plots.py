@@ -8,8 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from eval.runner import EvalReport  # noqa: E402
+from ragrig.eval.evaluate import EvalReport  # noqa: E402
 
 
 def recall_ndcg_png(report: EvalReport, path: Path) -> None:

@@ -12,8 +12,8 @@ import logging
 import os
 from collections.abc import Sequence
 
-from eval.relevance import Target
-from retrieval.results import RetrievalResult
+from ragrig.eval.relevance import Target
+from ragrig.retrieval.results import RetrievalResult
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from configs.errors import InputError
-from eval.testset import Case, TestSet
-from retrieval.ingest.markdown import normalize_header, sections
-from retrieval.types import Document
+from ragrig.configs.errors import InputError
+from ragrig.eval.testset import Case, TestSet
+from ragrig.retrieval.documents import Document
+from ragrig.retrieval.markdown import normalize_header, sections
 
 
 @dataclass(frozen=True)

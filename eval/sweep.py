@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from configs.errors import InputError
-from configs.schema import RagrigConfig, load_config
-from configs.yamlio import load_yaml
-from retrieval.gcpause import frozen_heap
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import load_config
+from ragrig.configs.models import RagrigConfig
+from ragrig.configs.yamlio import load_yaml
+from ragrig.retrieval.frozen_heap import frozen_heap
 
 
 class SweepSpec(BaseModel):
@@ -205,7 +205,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     """Run a sweep. ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in
     flows/sweep.py passes one that runs it as a task), so the sequence lives here only."""
     call = stage or (lambda name, fn, *args: fn(*args))
-    from eval.testset import load_testset
+    from ragrig.eval.testset import load_testset
 
     t0 = time.perf_counter()
     configs = resolve(spec, extra)
@@ -231,11 +231,11 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
 
 def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any], RagrigConfig]]], sets: list[Any],
                 result: SweepResult, seen_texts: set[str], parent: Any, call: Any, progress: bool) -> None:
-    from eval.relevance import resolve_testset
-    from eval.runner import evaluate
-    from retrieval.ingest.pipeline import IngestPipeline
-    from retrieval.retriever import Retriever
-    from retrieval.store.version import IndexVersion
+    from ragrig.eval.evaluate import evaluate
+    from ragrig.eval.relevance import resolve_testset
+    from ragrig.retrieval.index.version import IndexVersion
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.search.retriever import Retriever
 
     for _, items in groups.items():
         cfg0 = items[0][2]
@@ -255,7 +255,7 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
                               cfg, ts, retriever, label, targets)
                 run_id = None
                 if parent is not None:
-                    from eval.mlflow_log import log_report
+                    from ragrig.eval.mlflow_log import log_report
 
                     # the parent's experiment id: each child skips the experiment lookup
                     run_id = call("log-mlflow", lambda c, rep, name, keys: log_report(
@@ -268,8 +268,7 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
 
 def _start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     import mlflow
-
-    from eval.mlflow_log import ensure_experiment, safe_params
+    from ragrig.eval.mlflow_log import ensure_experiment, safe_params
 
     exp = ensure_experiment(cfg)
     run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}", tags={"ragrig.sweep": spec.name})

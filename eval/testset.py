@@ -10,9 +10,8 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from configs.errors import InputError
-from configs.yamlio import load_yaml
+from ragrig.configs.errors import InputError
+from ragrig.configs.yamlio import load_yaml
 
 KNOWN_TAGS = {"single-hop", "multi-hop", "comparison", "paraphrase", "exact-term"}
 

@@ -13,16 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from configs.errors import InputError, RagrigError
-from configs.schema import RagrigConfig, load_config
+from ragrig.configs.errors import InputError, RagrigError
+from ragrig.configs.load import load_config
+from ragrig.configs.models import RagrigConfig
 
 
 def _quiet_env(cfg: RagrigConfig) -> None:
     """Offline, quiet defaults for the libraries we drive (never overriding what the user set)."""
-    from flows.environment import QUIET_ENV
+    from ragrig.flows.environment import QUIET_ENV
 
     defaults = {**QUIET_ENV, "PREFECT_HOME": str(cfg.home_dir / "prefect")}
-    from retrieval.embedding import PACKAGED_MINILM
+    from ragrig.retrieval.embedding import PACKAGED_MINILM
 
     if cfg.embedding.model in PACKAGED_MINILM or Path(os.path.expanduser(cfg.embedding.model)).exists():
         defaults["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
@@ -54,14 +55,14 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from flows.report import print_ingest
+    from ragrig.flows.report import print_ingest
 
     if args.no_prefect:
-        from retrieval.ingest.pipeline import IngestPipeline
+        from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
         stats = IngestPipeline(cfg, force=args.force, progress=not args.quiet).run(wait_s=args.wait).to_dict()
     else:
-        from flows.ingest import run_ingest
+        from ragrig.flows.ingest import run_ingest
 
         _prefect_home()
         stats = run_ingest(args.config, args.overrides, force=args.force, progress=not args.quiet, wait_s=args.wait)
@@ -74,17 +75,16 @@ def cmd_ingest(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def _retriever(cfg: RagrigConfig):  # type: ignore[no-untyped-def]
-    from retrieval.retriever import Retriever
+    from ragrig.retrieval.search.retriever import Retriever
 
     return Retriever(cfg)
 
 
 def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from ragrig.flows.report import console
+    from ragrig.retrieval.context import build_context
+    from ragrig.retrieval.search.filters import Filters
     from rich.table import Table
-
-    from flows.report import console
-    from retrieval.context import build_context
-    from retrieval.filters import Filters
 
     filters = Filters.parse(args.filter)
     retriever = _retriever(cfg)
@@ -124,17 +124,17 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.testset import load_testset
-    from flows.report import print_eval
+    from ragrig.eval.testset import load_testset
+    from ragrig.flows.report import print_eval
 
     paths = args.testset or cfg.eval.testsets
     if not paths:
         raise InputError("no test set: pass --testset FILE or set eval.testsets")
     testsets = [load_testset(p) for p in paths]  # every test set validated before any work
     if args.no_prefect:
-        from eval.mlflow_log import log_report
-        from eval.relevance import resolve_testset
-        from eval.runner import evaluate
+        from ragrig.eval.evaluate import evaluate
+        from ragrig.eval.mlflow_log import log_report
+        from ragrig.eval.relevance import resolve_testset
 
         retriever = _retriever(cfg)
         # every expectation resolved against the index before anything is logged
@@ -147,7 +147,7 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
                 d["mlflow_run_id"] = log_report(cfg, report, run_name=args.run_name)
             results.append(d)
     else:
-        from flows.evaluate import evaluate_flow
+        from ragrig.flows.evaluate import evaluate_flow
 
         _prefect_home()
         results = evaluate_flow(config_path=args.config, overrides=args.overrides, testsets=args.testset or None,
@@ -159,7 +159,7 @@ def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_import_beir(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.testset import dump_testset, import_beir
+    from ragrig.eval.testset import dump_testset, import_beir
 
     ts = import_beir(args.folder, args.split)
     text = dump_testset(ts)
@@ -183,7 +183,7 @@ def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
                                     output_json=args.output_json, max_hops=None)
     rc = cmd_eval(evaluation, cfg)
     if cfg.mlflow.enabled:
-        from eval.mlflow_log import tracking_uri
+        from ragrig.eval.mlflow_log import tracking_uri
 
         uri = tracking_uri(cfg)
         print(f"MLflow store: {uri}\n  browse it: mlflow ui --backend-store-uri {uri} --host 127.0.0.1")
@@ -191,8 +191,8 @@ def cmd_run(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.compare import DEFAULT_METRICS, compare, load_run, print_comparison, to_markdown
-    from eval.mlflow_log import tracking_uri
+    from ragrig.eval.compare import DEFAULT_METRICS, compare, load_run, print_comparison, to_markdown
+    from ragrig.eval.mlflow_log import tracking_uri
 
     if len(args.runs) < 2:
         raise InputError("compare needs at least two runs: BASELINE CANDIDATE [CANDIDATE …]")
@@ -215,8 +215,8 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.compare import load_run
-    from eval.gate import (
+    from ragrig.eval.compare import load_run
+    from ragrig.eval.gate import (
         BLOCK,
         baseline_payload,
         judge,
@@ -227,22 +227,22 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         to_junit,
         to_markdown,
     )
-    from eval.mlflow_log import tracking_uri
+    from ragrig.eval.mlflow_log import tracking_uri
 
     policy = load_policy(args.policy)
     # the candidate: a given run, or an evaluation of the current config now
     if args.candidate:
         reports = [load_run(args.candidate, tracking_uri(cfg))[1]]
     else:
-        from eval.runner import evaluate
-        from eval.testset import load_testset
+        from ragrig.eval.evaluate import evaluate
+        from ragrig.eval.testset import load_testset
 
         paths = args.testset or cfg.eval.testsets
         if not paths:
             raise InputError("no test set: pass --testset FILE or set eval.testsets")
         testsets = [load_testset(p) for p in paths]  # bad test sets fail before any work
         if not args.no_ingest:
-            from retrieval.ingest.pipeline import IngestPipeline
+            from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
             IngestPipeline(cfg, progress=False).run()
         retriever = _retriever(cfg)
@@ -279,14 +279,14 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from eval.sweep import load_sweep, resolve, run_sweep
+    from ragrig.eval.sweep import load_sweep, resolve, run_sweep
 
     spec = load_sweep(args.sweep)
     resolve(spec, args.overrides)  # every config validated before any work
     if args.no_prefect:
         result = run_sweep(spec, args.overrides, progress=not args.quiet).to_dict()
     else:
-        from flows.sweep import sweep_flow
+        from ragrig.flows.sweep import sweep_flow
 
         _prefect_home()
         result = sweep_flow(sweep_path=args.sweep, overrides=args.overrides, progress=not args.quiet)
@@ -296,9 +296,8 @@ def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def print_sweep(result: dict[str, Any]) -> None:
+    from ragrig.flows.report import console, short
     from rich.table import Table
-
-    from flows.report import console, short
 
     params: list[str] = []
     for r in result["rows"]:
@@ -329,7 +328,7 @@ def print_sweep(result: dict[str, Any]) -> None:
 
 
 def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from retrieval.store.health import check_index
+    from ragrig.retrieval.index.health import check_index
 
     h = check_index(cfg, all_versions=args.verbose)
     _write_json(args.output_json, h.to_dict())
@@ -350,8 +349,8 @@ def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from retrieval.embedding import Embedder
-    from retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
+    from ragrig.retrieval.embedding import Embedder
+    from ragrig.retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
 
     if args.folder:
         cfg = load_config(args.config, [*args.overrides, f"corpus.path={Path(args.folder).resolve()}"])
@@ -369,7 +368,7 @@ def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
 
 def cmd_reset(args: argparse.Namespace, cfg: RagrigConfig) -> int:
-    from retrieval.store.reset import plan_reset, reset
+    from ragrig.retrieval.index.reset import plan_reset, reset
 
     plan, chunk_shas, doc_shas = plan_reset(cfg)
     if not plan.exists:
@@ -496,12 +495,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from retrieval.logs import configure
+    from ragrig.flows.logs import configure
 
     configure(json_logs=args.log_json, level=args.log_level)
     try:
         cfg = load_config(args.config, args.overrides)
-        from retrieval.query import load_synonyms
+        from ragrig.retrieval.search.query import load_synonyms
 
         load_synonyms(cfg.retrieval.synonyms)  # a bad synonyms file fails every command up front
         _quiet_env(cfg)

@@ -6,11 +6,10 @@ from typing import Any
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
-
-from configs.errors import InputError
-from configs.schema import load_config
-from flows.report import eval_markdown
-from tasks.evaluate import evaluate_task, load_testset_task, log_mlflow_task, open_retriever_task
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import load_config
+from ragrig.flows.report import eval_markdown
+from ragrig.tasks.evaluate import evaluate_task, load_testset_task, log_mlflow_task, open_retriever_task
 
 
 @flow(name="evaluate", log_prints=False)

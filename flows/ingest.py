@@ -12,12 +12,12 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.events import emit_event
-
-from configs.schema import RagrigConfig, load_config
-from flows.report import ingest_markdown
-from flows.runners import task_runner_for
-from retrieval.ingest.pipeline import IngestPipeline
-from tasks.ingest import map_extract, run_stage
+from ragrig.configs.load import load_config
+from ragrig.configs.models import RagrigConfig
+from ragrig.flows.report import ingest_markdown
+from ragrig.flows.runners import task_runner_for
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
+from ragrig.tasks.ingest import map_extract, run_stage
 
 PUBLISHED_EVENT = "ragrig.index.published"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from configs.errors import InputError
-from configs.schema import RagrigConfig
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import RagrigConfig
 
 
 def task_runner_for(cfg: RagrigConfig) -> Any:

@@ -8,8 +8,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
-
-from eval.sweep import load_sweep, run_sweep, summary_markdown
+from ragrig.eval.sweep import load_sweep, run_sweep, summary_markdown
 
 
 def run_stage(name: str, fn: Any, *args: Any) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from retrieval.results import Hit
+from ragrig.retrieval.results import Hit
 
 
 @dataclass

@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-
-from configs.errors import InputError
-from configs.schema import EmbeddingConfig
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import EmbeddingConfig
 
 log = logging.getLogger(__name__)
 

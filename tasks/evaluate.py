@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from prefect import task
 from prefect.cache_policies import NONE
-
-from configs.schema import RagrigConfig
-from eval.mlflow_log import log_report
-from eval.runner import EvalReport, evaluate
-from eval.testset import TestSet, load_testset
-from retrieval.retriever import Retriever
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.evaluate import EvalReport, evaluate
+from ragrig.eval.mlflow_log import log_report
+from ragrig.eval.testset import TestSet, load_testset
+from ragrig.retrieval.search.retriever import Retriever
 
 
 @task(name="load-testset", cache_policy=NONE)

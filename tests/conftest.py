@@ -12,7 +12,7 @@ import pytest
 
 # Process-wide settings that libraries read at import time (Prefect reads its settings when first
 # imported, huggingface_hub its offline flag), so they are set before any test module imports them.
-from flows.environment import QUIET_ENV  # noqa: E402 - imports nothing heavy
+from ragrig.flows.environment import QUIET_ENV  # noqa: E402 - imports nothing heavy
 
 _SESSION_ENV = {**QUIET_ENV, "HF_HUB_OFFLINE": "1"}
 os.environ.update(_SESSION_ENV)
@@ -52,7 +52,7 @@ def make_config(tmp_path: Path):
     are switched off. ``overrides`` use ``__`` for dots (``chunking__max_header_level=2``); ``sets``
     are raw ``key.path=value`` strings.
     """
-    from configs.schema import load_config
+    from ragrig.configs.load import load_config
 
     def _make(corpus_dir: str | Path | None = None, *sets: str, **overrides: Any):
         corpus = Path(corpus_dir) if corpus_dir is not None else tmp_path / "corpus"
@@ -67,8 +67,8 @@ def make_config(tmp_path: Path):
 @pytest.fixture(scope="session")
 def embedder():
     """The real packaged MiniLM model, loaded once per session (for tests that need real tokens)."""
-    from configs.schema import EmbeddingConfig
-    from retrieval.embedding import Embedder
+    from ragrig.configs.models import EmbeddingConfig
+    from ragrig.retrieval.embedding import Embedder
 
     e = Embedder(EmbeddingConfig())
     _ = e.window  # load now, so the first test using it is not billed for it

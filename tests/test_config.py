@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from configs.errors import InputError
-from configs.schema import DEFAULT_CONFIG, RagrigConfig, load_config, parse_override
-from configs.yamlio import parse_yaml_text
-from retrieval.ingest.corpus import corpus_kind
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import DEFAULT_CONFIG, load_config, parse_override
+from ragrig.configs.models import RagrigConfig
+from ragrig.configs.yamlio import parse_yaml_text
+from ragrig.retrieval.ingest.discover import corpus_kind
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -194,7 +194,7 @@ def test_missing_corpus_is_a_clear_input_error_at_ingest(make_config, tmp_path):
 
 
 def test_missing_corpus_fails_the_pipeline_before_any_work(make_config, tmp_path):
-    from retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     cfg = make_config(tmp_path / "no-such-corpus")
     pipe = IngestPipeline(cfg)
@@ -226,7 +226,7 @@ def test_ingest_hash_ignores_runtime_only_settings():
 
 def test_default_yaml_matches_model_defaults():
     """default.yaml and the pydantic defaults agree (except paths, which the YAML sets relative to itself)."""
-    from configs.yamlio import load_yaml
+    from ragrig.configs.yamlio import load_yaml
 
     data = load_yaml(DEFAULT_CONFIG).data
     model = RagrigConfig().model_dump()

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from retrieval.ingest.markdown import parse_headers, split_frontmatter
-from retrieval.types import HEADER_SEP, Chunk, Document, sha256_text
+from ragrig.retrieval.documents import HEADER_SEP, Chunk, Document, sha256_text
+from ragrig.retrieval.markdown import parse_headers, split_frontmatter
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Counts model tokens (no special tokens) for each text of a batch."""

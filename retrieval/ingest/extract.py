@@ -16,8 +16,8 @@ import re
 import threading
 from typing import Any
 
-from retrieval.ingest.markdown import parse_headers, split_frontmatter
-from retrieval.types import Document, SourceDoc
+from ragrig.retrieval.documents import Document, SourceDoc
+from ragrig.retrieval.markdown import parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
 

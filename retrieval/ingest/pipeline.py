@@ -21,20 +21,19 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-
-from configs.schema import RagrigConfig
-from retrieval.bm25 import Bm25Index
-from retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
-from retrieval.ingest.chunking import ChunkingParams, chunk_document
-from retrieval.ingest.corpus import Discovery, beir_file, corpus_kind, discover, file_sha256
-from retrieval.ingest.extract import ExtractionError, Extractor
-from retrieval.ingest.extract_cache import ExtractCache
-from retrieval.ingest.keywords import build_library
-from retrieval.ingest.markdown import parse_headers
-from retrieval.store import chroma_store
-from retrieval.store.layout import Layout, fsync_dir, write_atomic, write_json
-from retrieval.store.version import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, MANIFEST, IndexVersion
-from retrieval.types import Chunk, Document, FailedDoc, SourceDoc, sha256_text
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.cache.extractions import ExtractCache
+from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc, sha256_text
+from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
+from ragrig.retrieval.index import chroma
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.layout import Layout, fsync_dir, write_atomic, write_json
+from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, MANIFEST, IndexVersion
+from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
+from ragrig.retrieval.ingest.discover import Discovery, beir_file, corpus_kind, discover, file_sha256
+from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
+from ragrig.retrieval.keywords import build_library
+from ragrig.retrieval.markdown import parse_headers
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +140,11 @@ class IngestPipeline:
                     removed.append(p.name)
         published = set(self.layout.published_versions())
         if self.layout.chroma_dir.exists() or self.cfg.index.chroma.mode == "http":
-            client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+            client = chroma.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
             prefix = f"{self.layout.key}-"
-            for name in chroma_store.list_collections(client):
+            for name in chroma.list_collections(client):
                 if name.startswith(prefix) and name[len(prefix) :] not in published:
-                    chroma_store.delete_collection(client, name)
+                    chroma.delete_collection(client, name)
                     removed.append(name)
         return removed
 
@@ -341,10 +340,10 @@ class IngestPipeline:
             write_json(tmp / KEYWORDS, library)
             if self._hook:
                 self._hook("index:bm25")
-            client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+            client = chroma.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
             name = self.layout.collection_name(version)
             dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
-            col = chroma_store.create_collection(client, name, dim)
+            col = chroma.create_collection(client, name, dim)
             metas = [
                 {
                     "doc_id": c.doc_id,
@@ -356,7 +355,7 @@ class IngestPipeline:
                 for c in chunks
             ]
             if chunks:
-                chroma_store.add_vectors(col, [c.chunk_id for c in chunks], vectors, metas)
+                chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, metas)
             if self._hook:
                 self._hook("index:chroma")
             (tmp / "config.yaml").write_text(self.cfg.to_yaml(), encoding="utf-8")
@@ -397,11 +396,11 @@ class IngestPipeline:
         old = [v for v in versions if v != current][: max(0, len(versions) - keep)]
         if not old:
             return []
-        client = chroma_store.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
+        client = chroma.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
         for v in old:
             trash = self.layout.versions_dir / f".trash-{v}"
             self.layout.version_dir(v).rename(trash)  # no longer a published version from here on
-            chroma_store.delete_collection(client, self.layout.collection_name(v))
+            chroma.delete_collection(client, self.layout.collection_name(v))
             shutil.rmtree(trash, ignore_errors=True)
         return old
 
@@ -422,7 +421,7 @@ class IngestPipeline:
     def run(self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0) -> IngestStats:
         """Run every stage under the ingest lock. ``stage(name, fn, *args)`` runs one stage (default: call it;
         the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches."""
-        from retrieval.store.layout import ingest_lock
+        from ragrig.retrieval.index.layout import ingest_lock
 
         call: StageCall = stage or (lambda name, fn, *args: fn(*args))
         corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written

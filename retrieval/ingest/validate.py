@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from configs.schema import RagrigConfig
-from retrieval.ingest.chunking import ChunkingParams, chunk_document
-from retrieval.ingest.corpus import discover
-from retrieval.ingest.markdown import sections
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
+from ragrig.retrieval.ingest.discover import discover
+from ragrig.retrieval.markdown import sections
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -45,7 +45,7 @@ class ValidationReport:
 
 
 def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | None = None) -> ValidationReport:
-    from retrieval.ingest.extract import ExtractionError, Extractor
+    from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
 
     report = ValidationReport()
     found = discover(cfg.corpus)

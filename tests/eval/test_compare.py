@@ -7,9 +7,8 @@ import math
 
 import numpy as np
 import pytest
-
-from configs.errors import InputError
-from eval.compare import compare, first_relevant_rank, load_run, paired_t_p, permutation_p, to_markdown
+from ragrig.configs.errors import InputError
+from ragrig.eval.compare import compare, first_relevant_rank, load_run, paired_t_p, permutation_p, to_markdown
 
 
 @pytest.mark.parametrize(

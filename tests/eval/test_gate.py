@@ -7,10 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-
-from configs.errors import InputError
-from eval.gate import BLOCK, PASS, WARN, MetricRule, Policy, baseline_payload, judge, load_policy, to_junit, to_markdown
-from flows.cli import main
+from ragrig.configs.errors import InputError
+from ragrig.eval.gate import (
+    BLOCK,
+    PASS,
+    WARN,
+    MetricRule,
+    Policy,
+    baseline_payload,
+    judge,
+    load_policy,
+    to_junit,
+    to_markdown,
+)
+from ragrig.flows.cli import main
 
 XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit-10.xsd"
 

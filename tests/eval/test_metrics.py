@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from eval.metrics import METRICS, Ranked, mean_metrics, query_metrics, touched
-from eval.relevance import Target
+from ragrig.eval.metrics import METRICS, Ranked, mean_metrics, query_metrics, touched
+from ragrig.eval.relevance import Target
 
 KS = [1, 3, 5]
 L3 = math.log2(3)  # discount of rank 2; rank 1 -> log2(2) = 1, rank 3 -> log2(4) = 2

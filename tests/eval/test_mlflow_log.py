@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from eval.runner import EvalReport
+from ragrig.eval.evaluate import EvalReport
 
 
 def report() -> EvalReport:
@@ -27,8 +26,7 @@ def cfg(make_config):
 
 def test_a_run_is_finished_with_metrics_params_provenance_and_the_whole_report(cfg, tmp_path):
     from mlflow.tracking import MlflowClient
-
-    from eval.mlflow_log import log_report
+    from ragrig.eval.mlflow_log import log_report
 
     run_id = log_report(cfg, report(), run_name="one", plots=False)
     run = MlflowClient().get_run(run_id)
@@ -46,8 +44,7 @@ def test_a_run_is_finished_with_metrics_params_provenance_and_the_whole_report(c
 def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
     import mlflow
     from mlflow.tracking import MlflowClient
-
-    from eval.mlflow_log import ensure_experiment, log_report
+    from ragrig.eval.mlflow_log import ensure_experiment, log_report
 
     exp = ensure_experiment(cfg)
     with mlflow.start_run(experiment_id=exp, run_name="parent") as parent:
@@ -65,9 +62,8 @@ def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
 
 
 def test_a_run_whose_logging_fails_is_marked_failed_and_the_error_surfaces(cfg, monkeypatch):
+    import ragrig.eval.mlflow_log as ml
     from mlflow.tracking import MlflowClient
-
-    import eval.mlflow_log as ml
 
     def broken(*a, **k):
         raise OSError("disk full")

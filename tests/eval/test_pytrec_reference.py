@@ -11,12 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-from configs.schema import Bm25Config
-from eval.metrics import Ranked, mean_metrics, query_metrics
-from eval.relevance import Target
-from eval.testset import import_beir
-from retrieval.bm25 import Bm25Index
+from ragrig.configs.models import Bm25Config
+from ragrig.eval.metrics import Ranked, mean_metrics, query_metrics
+from ragrig.eval.relevance import Target
+from ragrig.eval.testset import import_beir
+from ragrig.retrieval.index.bm25 import Bm25Index
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]
 

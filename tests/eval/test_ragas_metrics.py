@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from eval.ragas_metrics import ragas_scores
-from eval.relevance import Target
-from retrieval.results import Hit, RetrievalResult
+from ragrig.eval.ragas_metrics import ragas_scores
+from ragrig.eval.relevance import Target
+from ragrig.retrieval.results import Hit, RetrievalResult
 
 
 def hit(doc: str, text: str, start: int = 0, end: int = 10) -> Hit:

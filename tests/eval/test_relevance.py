@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from configs.errors import InputError
-from eval.relevance import Target, resolve_case, resolve_section, resolve_testset
-from eval.testset import Case, Expectation, TestSet
-from retrieval.types import Document
+from ragrig.configs.errors import InputError
+from ragrig.eval.relevance import Target, resolve_case, resolve_section, resolve_testset
+from ragrig.eval.testset import Case, Expectation, TestSet
+from ragrig.retrieval.documents import Document
 
 RULES = """# Core Rules
 

@@ -4,9 +4,8 @@ embeddings across chunking levels, and its candidates across fusion variants."""
 from __future__ import annotations
 
 import pytest
-
-from configs.errors import InputError
-from eval.sweep import expand, load_sweep, resolve, run_sweep
+from ragrig.configs.errors import InputError
+from ragrig.eval.sweep import expand, load_sweep, resolve, run_sweep
 
 CORPUS = {
     "rules.md": "# Rules\n\n## Movement\n\nAn operative moves six inches.\n\n### Climbing\n\nClimbing costs two inches.\n\n"

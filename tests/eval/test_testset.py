@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from configs.errors import InputError
-from eval.testset import KNOWN_TAGS, dump_testset, import_beir, load_testset
+from ragrig.configs.errors import InputError
+from ragrig.eval.testset import KNOWN_TAGS, dump_testset, import_beir, load_testset
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "testsets" / "sample.yaml"
 

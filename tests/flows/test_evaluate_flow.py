@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +93,7 @@ def testset(tmp_path) -> Path:
 
 
 def ingest(cfg, embedder) -> None:
-    from retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     pipe = IngestPipeline(cfg)
     pipe.embedder = embedder
@@ -112,11 +111,10 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
     corpus, testset, make_config, embedder, ragrig_home, monkeypatch, tmp_path
 ):
     from mlflow.tracking import MlflowClient
-
-    from eval.mlflow_log import log_report, tracking_uri
-    from eval.runner import evaluate
-    from eval.testset import load_testset
-    from retrieval.retriever import Retriever
+    from ragrig.eval.evaluate import evaluate
+    from ragrig.eval.mlflow_log import log_report, tracking_uri
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.search.retriever import Retriever
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     # the secret also ends up in a config value (and so in the index key) and in a query
@@ -207,7 +205,7 @@ def prefect_api():
 
 
 def test_evaluate_flow(prefect_api, corpus, testset, make_config, embedder):
-    from flows.evaluate import evaluate_flow
+    from ragrig.flows.evaluate import evaluate_flow
 
     sets = [f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]", *SETS, "mlflow.enabled=false"]
     ingest(make_config(corpus, *SETS), embedder)

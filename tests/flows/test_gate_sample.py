@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

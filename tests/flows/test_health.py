@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from flows.cli import main
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.store.health import check_index
-from retrieval.store.version import IndexVersion
+from ragrig.flows.cli import main
+from ragrig.retrieval.index.health import check_index
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,7 @@ def overrides(corpus) -> list[str]:
 
 
 def test_ingest_flow_publishes_and_leaves_a_summary(prefect_api, tmp_path, write_files):
-    from flows.ingest import ingest_flow
+    from ragrig.flows.ingest import ingest_flow
 
     corpus = write_files(tmp_path / "corpus", CORPUS)
     state = ingest_flow(overrides=overrides(corpus), progress=False, return_state=True)

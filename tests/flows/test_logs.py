@@ -6,8 +6,7 @@ import json
 import logging
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -15,11 +14,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(autouse=True)
 def restore_logging():
     yield
-    for name in ("retrieval", "eval", "flows"):
-        lg = logging.getLogger(name)
-        lg.handlers[:] = []
-        lg.propagate = True
-        lg.setLevel(logging.NOTSET)
+    lg = logging.getLogger("ragrig")
+    lg.handlers[:] = []
+    lg.propagate = True
+    lg.setLevel(logging.NOTSET)
 
 
 def test_json_logs_carry_stage_and_query_fields(tmp_path, write_files, capsys):

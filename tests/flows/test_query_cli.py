@@ -6,8 +6,7 @@ import json
 import re
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n"}

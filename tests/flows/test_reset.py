@@ -5,10 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
-from flows.cli import main
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.store.layout import Layout
+from ragrig.flows.cli import main
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from retrieval.ingest.chunking import ChunkingParams, chunk_document, make_search_text, whitespace_counter
-from retrieval.types import Chunk, Document, sha256_text
+from ragrig.retrieval.documents import Chunk, Document, sha256_text
+from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document, make_search_text, whitespace_counter
 
 
 def doc(markdown: str, doc_id: str = "d.md", **metadata) -> Document:

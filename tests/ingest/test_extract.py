@@ -6,10 +6,9 @@ import random
 from pathlib import Path
 
 import pytest
-
-from retrieval.ingest.extract import ExtractionError, Extractor, beir_markdown
-from retrieval.ingest.markdown import parse_headers
-from retrieval.types import SourceDoc, sha256_bytes
+from ragrig.retrieval.documents import SourceDoc, sha256_bytes
+from ragrig.retrieval.ingest.extract import ExtractionError, Extractor, beir_markdown
+from ragrig.retrieval.markdown import parse_headers
 
 FORMAT = {".md": "md", ".html": "html", ".docx": "docx"}
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from retrieval.ingest.keywords import KeywordNormalizer, Term, build_library, count_in_texts, mine_terms
+from ragrig.retrieval.keywords import KeywordNormalizer, Term, build_library, count_in_texts, mine_terms
 
 TITLES = ["Accurate x", "Lethal x+", 'Blast 2"', "IRON WARDEN - SHIELD WALL", "Escaping a Grapple", "AP"]
 

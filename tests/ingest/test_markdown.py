@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval.ingest.markdown import (
+from ragrig.retrieval.markdown import (
     clean_title,
     iter_lines,
     normalize_header,

@@ -8,12 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
-
-from retrieval.bm25 import Bm25Index
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.store import chroma_store
-from retrieval.store.layout import Layout
-from retrieval.store.version import BM25_DIR, CHUNKS, IndexVersion, iter_jsonl
+from ragrig.retrieval.index import chroma
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, IndexVersion, iter_jsonl
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
 
@@ -102,7 +101,7 @@ def test_editing_one_file_re_extracts_and_embeds_only_what_changed(corpus, make_
     # change the body of one section ("Charging") and nothing else
     (corpus / "a.md").write_text(ALPHA.replace("engagement range.", "engagement range twice."), encoding="utf-8")
     extracted: list[str] = []
-    import retrieval.ingest.pipeline as pipeline_mod
+    import ragrig.retrieval.ingest.pipeline as pipeline_mod
 
     real = pipeline_mod.extract_sources
 
@@ -201,8 +200,8 @@ def test_keep_versions_prunes_dirs_and_collections(corpus, make_config):
     assert layout.current_version() == "v000003"
     assert layout.published_versions() == ["v000002", "v000003"]
     assert sorted(p.name for p in layout.versions_dir.iterdir()) == ["v000002", "v000003"]
-    client = chroma_store.chroma_client(cfg.index.chroma, layout.chroma_dir)
-    names = sorted(n for n in chroma_store.list_collections(client) if n.startswith(layout.key))
+    client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
+    names = sorted(n for n in chroma.list_collections(client) if n.startswith(layout.key))
     assert names == [layout.collection_name("v000002"), layout.collection_name("v000003")]
     assert_consistent(cfg, 8)
 
@@ -234,7 +233,7 @@ def test_beir_corpus_ingests_with_record_ids(tmp_path, make_config):
 
 
 def test_an_unchanged_beir_file_is_hashed_not_parsed_and_any_change_is_seen(tmp_path, make_config, monkeypatch):
-    import retrieval.ingest.pipeline as pipeline
+    import ragrig.retrieval.ingest.pipeline as pipeline
 
     root = tmp_path / "beir"
     root.mkdir()

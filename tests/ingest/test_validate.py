@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from flows.cli import main
-from retrieval.ingest.chunking import whitespace_counter
-from retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
+from ragrig.flows.cli import main
+from ragrig.retrieval.ingest.chunking import whitespace_counter
+from ragrig.retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
 
 FILES = {
     "flat.md": "Just a paragraph with no headers at all.\n",

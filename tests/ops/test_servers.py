@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ragrig.flows.cli import main  # noqa: E402
 from servers import free_port, server  # noqa: E402
-
-from flows.cli import main  # noqa: E402
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -61,9 +60,9 @@ def test_evaluation_logs_to_an_mlflow_server(tmp_path, write_files, capsys):
 
 
 def test_dask_runner_builds_the_same_index_as_threads(tmp_path, write_files):
-    from configs.schema import load_config
-    from flows.ingest import run_ingest
-    from retrieval.store.version import IndexVersion
+    from ragrig.configs.load import load_config
+    from ragrig.flows.ingest import run_ingest
+    from ragrig.retrieval.index.version import IndexVersion
 
     corpus = write_files(tmp_path / "corpus", DOCS)
     ids, vecs = {}, {}

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 GOOD_CASE = "  - id: a\n    query: how do I move?\n    expect: [{doc: rules.md, section: Moving}]\n"
 
@@ -86,7 +85,7 @@ def test_bad_testset(name, text, patterns, tmp_path, ragrig_home, capsys, monkey
 )
 def test_unresolvable_expectations_fail_before_logging(expect, pattern, tmp_path, write_files, make_config, embedder,
                                                        ragrig_home, capsys):
-    from retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     corpus = write_files(tmp_path / "corpus", {"rules.md": "# Rules\n\n## Moving\n\nMove.\n\n## A\n\n### Cover\n\nx\n\n## B\n\n### Cover\n\ny\n"})
     pipe = IngestPipeline(make_config(corpus))

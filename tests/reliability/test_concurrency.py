@@ -7,12 +7,11 @@ import threading
 import time
 
 import pytest
-
-from configs.errors import LockedError
-from flows.cli import main
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.retriever import Retriever
-from retrieval.store.layout import Layout, ingest_lock
+from ragrig.configs.errors import LockedError
+from ragrig.flows.cli import main
+from ragrig.retrieval.index.layout import Layout, ingest_lock
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
+from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 

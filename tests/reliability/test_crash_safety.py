@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from configs.schema import load_config
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.retriever import Retriever
-from retrieval.store.health import check_index
-from retrieval.store.layout import Layout
+from ragrig.configs.load import load_config
+from ragrig.retrieval.index.health import check_index
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
+from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,8 +30,8 @@ POINTS = [
 ]
 CHILD = """
 import os, signal, sys
-from configs.schema import load_config
-from retrieval.ingest.pipeline import IngestPipeline
+from ragrig.configs.load import load_config
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
 point, corpus = sys.argv[1], sys.argv[2]
 cfg = load_config(overrides=[f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]"])
 def hook(name):

@@ -8,14 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from flows.cli import main
+from ragrig.flows.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hostile"))
 from make_hostile import GOOD, build  # noqa: E402
-
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.store.version import IndexVersion
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +44,7 @@ def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder)
 
 
 def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, monkeypatch):
-    import retrieval.ingest.pipeline as pl
+    import ragrig.retrieval.ingest.pipeline as pl
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

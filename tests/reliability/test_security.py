@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from configs.errors import InputError
-from configs.schema import load_config
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["configs", "retrieval", "eval", "tasks", "flows", "benchmarks", "datasets/tools"]
@@ -43,8 +42,8 @@ def test_yaml_tags_that_build_python_objects_are_refused(tmp_path):
 
 
 def test_expectations_cannot_reach_outside_the_index():
-    from eval.relevance import resolve_case
-    from eval.testset import Case, Expectation
+    from ragrig.eval.relevance import resolve_case
+    from ragrig.eval.testset import Case, Expectation
 
     case = Case(id="x", query="q", expect=[Expectation(doc="../../../etc/passwd")])
     with pytest.raises(InputError, match="is not in the index"):
@@ -55,7 +54,7 @@ def test_servers_default_to_loopback():
     cfg = load_config()
     assert cfg.index.chroma.host == "127.0.0.1"
     assert cfg.retrieval.judge.base_url.startswith("http://127.0.0.1")
-    from flows.runners import task_runner_for
+    from ragrig.flows.runners import task_runner_for
 
     runner = task_runner_for(load_config(overrides=["flow.task_runner=dask"]))
     assert runner.cluster_kwargs["host"] == "127.0.0.1" and runner.cluster_kwargs["dashboard_address"] is None

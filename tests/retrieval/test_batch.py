@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-from configs.schema import RetrievalConfig
-from retrieval.batch import flatten, fuse_select
+from ragrig.configs.models import RetrievalConfig
+from ragrig.retrieval.search.batch import flatten, fuse_select
 
 
 @dataclass

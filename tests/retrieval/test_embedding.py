@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from configs.schema import EmbeddingConfig
-from retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
+from ragrig.configs.models import EmbeddingConfig
+from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
 
 
 class RecordingEmbedder(Embedder):

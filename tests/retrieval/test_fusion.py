@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from configs.errors import InputError
-from retrieval.fusion import fuse, max_score, minmax, ranked, rrf, weighted, zscore
+from ragrig.configs.errors import InputError
+from ragrig.retrieval.search.fusion import fuse, max_score, minmax, ranked, rrf, weighted, zscore
 
 # Two runs over four items. bm25 ranks a, b, c; vector ranks b, a, d.
 BM25 = {"a": 3.0, "b": 2.0, "c": 1.0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from retrieval.gcpause import frozen_heap
+from ragrig.retrieval.frozen_heap import frozen_heap
 
 
 class Chunk:

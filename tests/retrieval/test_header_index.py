@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from retrieval.header_index import HeaderIndex
-from retrieval.types import Chunk
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.headers import HeaderIndex
 
 
 def chunk(cid: str, doc: str, path: list[str], level: int | None = None, part: int = 0) -> Chunk:

@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from configs.errors import RagrigError
-from configs.schema import JudgeConfig
-from retrieval.judges import LLMJudge, ReferenceJudge, names_section, parse_missing
-from retrieval.multihop import place
-from retrieval.results import Hit
+from ragrig.configs.errors import RagrigError
+from ragrig.configs.models import JudgeConfig
+from ragrig.retrieval.multihop.hops import place
+from ragrig.retrieval.multihop.judges import LLMJudge, ReferenceJudge, names_section, parse_missing
+from ragrig.retrieval.results import Hit
 
 
 def hit(cid: str, text: str, hop: int = 0, header: list[str] | None = None) -> Hit:

@@ -4,10 +4,9 @@ fetches the "Lethal x+" rule by its header and places it right after the profile
 from __future__ import annotations
 
 import pytest
-
-from configs.schema import load_config
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.retriever import Retriever
+from ragrig.configs.load import load_config
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
+from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 

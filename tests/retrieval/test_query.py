@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from configs.errors import InputError
-from retrieval.query import QueryProcessor, detect_comparison, load_synonyms, validate_query
+from ragrig.configs.errors import InputError
+from ragrig.retrieval.search.query import QueryProcessor, detect_comparison, load_synonyms, validate_query
 
 LIBRARY = {
     "terms": [

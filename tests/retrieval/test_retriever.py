@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from configs.errors import IndexNotFoundError, InputError, ModelMismatchError
-from configs.schema import load_config
-from retrieval.filters import Filters
-from retrieval.ingest.pipeline import IngestPipeline
-from retrieval.retriever import Retriever
-from retrieval.store.layout import Layout
-from retrieval.store.version import IndexVersion
+from ragrig.configs.errors import IndexNotFoundError, InputError, ModelMismatchError
+from ragrig.configs.load import load_config
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.pipeline import IngestPipeline
+from ragrig.retrieval.search.filters import Filters
+from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 
@@ -435,7 +434,7 @@ def _with(rc, update):
 def test_sweep_batch_fuses_every_plain_query_in_one_pass_and_ranks_like_one_at_a_time(indexed, monkeypatch):
     """With the sweep memo on, search_many fuses all plain single-hop queries in one array pass
     (retrieval/batch.py). Rankings, scores and Hits must equal the per-query path, for every fusion method."""
-    import retrieval.retriever as rmod
+    import ragrig.retrieval.search.retriever as rmod
 
     cfg, r = indexed
     queries = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke",

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from configs.errors import InputError
-from retrieval.cache import QueryCache
-from retrieval.context import build_context
-from retrieval.filters import Filters
-from retrieval.results import Hit
-from retrieval.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
-from retrieval.types import Chunk
+from ragrig.configs.errors import InputError
+from ragrig.retrieval.cache.queries import QueryCache
+from ragrig.retrieval.context import build_context
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.results import Hit
+from ragrig.retrieval.search.filters import Filters
+from ragrig.retrieval.search.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
 
 
 def hits(*scores: float) -> list[Hit]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from configs.errors import InputError
+from ragrig.configs.errors import InputError
 
 Run = Mapping[str, float]
 Fused = list[tuple[str, float]]

@@ -18,24 +18,23 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from configs.errors import ModelMismatchError
-from configs.schema import RagrigConfig, RetrievalConfig
-from retrieval.batch import FlatCandidates, flatten, fuse_select
-from retrieval.bm25 import Bm25Index
-from retrieval.cache import QueryCache
-from retrieval.embedding import Embedder, model_id
-from retrieval.filters import Filters
-from retrieval.fusion import NORMALIZERS, fuse, max_score, minmax, rrf_from_ranks
-from retrieval.header_index import HeaderIndex
-from retrieval.query import ProcessedQuery, QueryProcessor, load_synonyms
-from retrieval.results import Hit, RetrievalResult, SourceScore
-from retrieval.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
-from retrieval.store.version import BM25_DIR, IndexVersion
-from retrieval.types import Chunk
+from ragrig.configs.errors import ModelMismatchError
+from ragrig.configs.models import RagrigConfig, RetrievalConfig
+from ragrig.retrieval.cache.queries import QueryCache
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.embedding import Embedder, model_id
+from ragrig.retrieval.headers import HeaderIndex
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.version import BM25_DIR, IndexVersion
+from ragrig.retrieval.results import Hit, RetrievalResult, SourceScore
+from ragrig.retrieval.search.batch import FlatCandidates, flatten, fuse_select
+from ragrig.retrieval.search.filters import Filters
+from ragrig.retrieval.search.fusion import NORMALIZERS, fuse, max_score, minmax, rrf_from_ranks
+from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_synonyms
+from ragrig.retrieval.search.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
 
 if TYPE_CHECKING:
-    from retrieval.multihop import TermIndex
+    from ragrig.retrieval.multihop.hops import TermIndex
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +138,7 @@ class Retriever:
 
     @cached_property
     def term_index(self) -> TermIndex:
-        from retrieval.multihop import TermIndex
+        from ragrig.retrieval.multihop.hops import TermIndex
 
         return TermIndex(self)
 
@@ -541,7 +540,7 @@ class Retriever:
             candidates={s: len(run) for s, run in runs.items()}, ranked=ranked,
         )
         if hops > 0:
-            from retrieval.multihop import multi_hop
+            from ragrig.retrieval.multihop.hops import multi_hop
 
             result = multi_hop(self, result, r, k, hops)
         if log.isEnabledFor(logging.DEBUG):

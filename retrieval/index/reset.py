@@ -9,9 +9,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from configs.schema import RagrigConfig
-from retrieval.store.layout import Layout, ingest_lock
-from retrieval.store.version import CHUNKS, DOCUMENTS, iter_jsonl
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.index.layout import Layout, ingest_lock
+from ragrig.retrieval.index.version import CHUNKS, DOCUMENTS, iter_jsonl
 
 
 @dataclass
@@ -69,7 +69,7 @@ def _delete_rows(db: Path, sql: str, keys: set[str]) -> int:
 
 
 def reset(cfg: RagrigConfig) -> ResetPlan:
-    from retrieval.store import chroma_store
+    from ragrig.retrieval.index import chroma
 
     plan, chunk_shas, doc_shas = plan_reset(cfg)
     if not plan.exists:
@@ -77,14 +77,14 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
     layout = Layout(cfg)
     with ingest_lock(layout.lock_file):
         if cfg.index.chroma.mode == "http":
-            client = chroma_store.chroma_client(cfg.index.chroma, layout.chroma_dir)
-            for name in chroma_store.list_collections(client):
+            client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
+            for name in chroma.list_collections(client):
                 if name.startswith(f"{layout.key}-"):
-                    chroma_store.delete_collection(client, name)
+                    chroma.delete_collection(client, name)
         plan.embedding_rows = _delete_rows(layout.embedding_cache, "DELETE FROM vectors WHERE sha IN ({})", chunk_shas)
         plan.extract_rows = _delete_rows(layout.extract_cache, "DELETE FROM docs WHERE sha IN ({})", doc_shas)
     shutil.rmtree(layout.index_dir)
-    from retrieval.store.chroma_store import _CLIENTS
+    from ragrig.retrieval.index.chroma import _CLIENTS
 
     _CLIENTS.pop(("embedded", str(layout.chroma_dir)), None)
     return plan

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-
-from configs.schema import RetrievalConfig
-from retrieval.fusion import max_score
-from retrieval.shaping import dedup_first_of_group
+from ragrig.configs.models import RetrievalConfig
+from ragrig.retrieval.search.fusion import max_score
+from ragrig.retrieval.search.shaping import dedup_first_of_group
 
 
 class CandidateArrays(Protocol):

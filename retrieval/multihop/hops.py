@@ -15,13 +15,13 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from configs.schema import RetrievalConfig
-from retrieval.ingest.keywords import KeywordNormalizer, mine_terms
-from retrieval.judges import HopJudge, LLMJudge, Missing, ReferenceJudge
-from retrieval.results import Hit, RetrievalResult
+from ragrig.configs.models import RetrievalConfig
+from ragrig.retrieval.keywords import KeywordNormalizer, mine_terms
+from ragrig.retrieval.multihop.judges import HopJudge, LLMJudge, Missing, ReferenceJudge
+from ragrig.retrieval.results import Hit, RetrievalResult
 
 if TYPE_CHECKING:
-    from retrieval.retriever import Retriever
+    from ragrig.retrieval.search.retriever import Retriever
 
 
 class TermIndex:

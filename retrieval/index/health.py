@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from configs.schema import RagrigConfig
-from retrieval.store.layout import Layout
-from retrieval.store.version import BM25_DIR, CHUNKS, MANIFEST, IndexVersion, iter_jsonl
-from retrieval.types import sha256_text
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import sha256_text
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, MANIFEST, IndexVersion, iter_jsonl
 
 
 @dataclass
@@ -72,7 +72,7 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
     if manifest.get("chunk_ids_sha256") != sha256_text("\n".join(ids)):
         vh.problems.append("chunk ids differ from the manifest's id hash")
     try:
-        from retrieval.bm25 import Bm25Index
+        from ragrig.retrieval.index.bm25 import Bm25Index
 
         bm25 = Bm25Index.load(layout.version_dir(version) / BM25_DIR, cfg.index.bm25)
         if bm25.size != len(ids):

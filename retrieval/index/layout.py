@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from configs.errors import LockedError
-from configs.schema import RagrigConfig
+from ragrig.configs.errors import LockedError
+from ragrig.configs.models import RagrigConfig
 
 VERSION_RE = re.compile(r"^v(\d{6})$")
 

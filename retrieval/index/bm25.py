@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
-from configs.schema import Bm25Config
-from retrieval.text import Tokenizer
+from ragrig.configs.models import Bm25Config
+from ragrig.retrieval.tokenize import Tokenizer
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 

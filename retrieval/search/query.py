@@ -7,9 +7,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from configs.errors import InputError
-from configs.yamlio import load_yaml
-from retrieval.ingest.keywords import KeywordNormalizer
+from ragrig.configs.errors import InputError
+from ragrig.configs.yamlio import load_yaml
+from ragrig.retrieval.keywords import KeywordNormalizer
 
 
 def validate_query(query: object, max_chars: int = 2000) -> str:

@@ -7,10 +7,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.markdown import normalize_header
 from rapidfuzz import fuzz, process
-
-from retrieval.ingest.markdown import normalize_header
-from retrieval.types import Chunk
 
 _WORDS = re.compile(r"[^\W_]+(?:[+'’][^\W_]*)?", re.UNICODE)
 

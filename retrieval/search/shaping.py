@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-from retrieval.results import Hit
-from retrieval.types import Chunk
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.results import Hit
 
 
 def dedup_key(chunk: Chunk) -> tuple[tuple[Any, ...], ...]:

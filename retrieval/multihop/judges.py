@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from configs.errors import RagrigError
-from configs.schema import JudgeConfig
-from retrieval.results import Hit
+from ragrig.configs.errors import RagrigError
+from ragrig.configs.models import JudgeConfig
+from ragrig.retrieval.results import Hit
 
 
 @dataclass

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from configs.errors import InputError
-from configs.schema import CorpusConfig
-from retrieval.types import FailedDoc, SourceDoc, sha256_bytes
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import CorpusConfig
+from ragrig.retrieval.documents import FailedDoc, SourceDoc, sha256_bytes
 
 FORMATS = {
     ".md": "md",

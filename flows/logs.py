@@ -39,11 +39,10 @@ class TextFormatter(logging.Formatter):
 
 
 def configure(json_logs: bool = False, level: str = "WARNING") -> None:
-    """Route ragrig's loggers (``retrieval``, ``eval``, ``flows``) to stderr, as JSON lines or text."""
+    """Route ragrig's loggers (everything under ``ragrig``) to stderr, as JSON lines or text."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_logs else TextFormatter())
-    for name in ("retrieval", "eval", "flows"):
-        lg = logging.getLogger(name)
-        lg.handlers[:] = [handler]
-        lg.setLevel(level.upper())
-        lg.propagate = False
+    lg = logging.getLogger("ragrig")
+    lg.handlers[:] = [handler]
+    lg.setLevel(level.upper())
+    lg.propagate = False

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from configs.schema import RagrigConfig
-from eval.metrics import mean_metrics, query_metrics
-from eval.relevance import Target, resolve_testset
-from eval.testset import TestSet
-from retrieval.gcpause import frozen_heap
-from retrieval.results import RetrievalResult
-from retrieval.retriever import Retriever
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.metrics import mean_metrics, query_metrics
+from ragrig.eval.relevance import Target, resolve_testset
+from ragrig.eval.testset import TestSet
+from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.results import RetrievalResult
+from ragrig.retrieval.search.retriever import Retriever
 
 HEADLINE = ("ndcg@10", "recall@10", "mrr@10", "precision@5", "recall@100", "hit_rate@5")
 
@@ -159,7 +158,7 @@ def _evaluate(
     overall, per_tag, rows = runs[-1]
     ragas: dict[str, float] = {}
     if cfg.eval.ragas:
-        from eval.ragas_metrics import ragas_scores
+        from ragrig.eval.ragas_metrics import ragas_scores
 
         ragas = ragas_scores([(results[c.id], targets[c.id]) for c in ts.cases], cfg.retrieval.top_k)
     variance: dict[str, float] = {}

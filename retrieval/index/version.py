@@ -8,10 +8,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from configs.errors import IndexNotFoundError, RagrigError
-from configs.schema import RagrigConfig
-from retrieval.store.layout import Layout
-from retrieval.types import Chunk, Document
+from ragrig.configs.errors import IndexNotFoundError, RagrigError
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index.layout import Layout
 
 MANIFEST = "manifest.json"
 DOCUMENTS = "documents.jsonl"
@@ -78,7 +78,7 @@ class IndexVersion:
         return str(self.manifest["chroma"]["collection"])
 
     def collection(self) -> Any:
-        from retrieval.store.chroma_store import chroma_client
+        from ragrig.retrieval.index.chroma import chroma_client
 
         client = chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
         try:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from configs.errors import RagrigError
-from configs.schema import ChromaConfig
+from ragrig.configs.errors import RagrigError
+from ragrig.configs.models import ChromaConfig
 
 log = logging.getLogger(__name__)
 

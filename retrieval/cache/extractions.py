@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from retrieval.types import Document
+from ragrig.retrieval.documents import Document
 
 
 class ExtractCache:

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from configs.errors import InputError
-from retrieval.types import Chunk
+from ragrig.configs.errors import InputError
+from ragrig.retrieval.documents import Chunk
 
 
 @dataclass(frozen=True)

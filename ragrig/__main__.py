@@ -1,0 +1,7 @@
+"""``python -m ragrig`` runs the command line."""
+
+import sys
+
+from ragrig.flows.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Query-time retrieval: query processing, candidate sources, fusion, selection, shaping, and the facade."""
