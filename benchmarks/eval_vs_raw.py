@@ -4,7 +4,7 @@ Goal (issue): evaluating the 300 SciFact test queries takes <= 1.3 x (one batche
 raw BM25 top-`candidates` per query + one batched Chroma query). Measured side by side in one process,
 ``--repeats`` times (order rotated each repeat), median and all samples reported:
 
-(a) ``eval.runner.evaluate(cfg, ts, retriever, targets=...)`` exactly as ``ragrig eval --no-prefect`` calls
+(a) ``ragrig.eval.evaluate.evaluate(cfg, ts, retriever, targets=...)`` exactly as ``ragrig eval --no-prefect`` calls
     it: query processing, batched embedding, BM25 + vector retrieval, fusion, shaping, multi-hop as
     configured, metrics, ragas non-LLM metrics when ``eval.ragas`` is on. Not timed: loading and resolving
     the test set, opening the index (Retriever construction), MLflow logging, and one-time warm-up (imports
@@ -75,11 +75,12 @@ def raw_search(retriever: Any, texts: list[str], bm25_texts: list[str], n: int) 
     t0 = time.perf_counter()
     vecs = retriever.embedder.encode_queries(texts)
     t1 = time.perf_counter()
-    tok, bm25 = retriever.bm25.tokenizer, retriever.bm25
+    bm25 = retriever.sources.bm25_index
+    tok = bm25.tokenizer
     for q in bm25_texts:
         bm25.search(tok(q), n, None)
     t2 = time.perf_counter()
-    retriever.collection.query(query_embeddings=np.asarray(vecs, dtype=np.float32), n_results=n,
+    retriever.sources.collection.query(query_embeddings=np.asarray(vecs, dtype=np.float32), n_results=n,
                                include=["distances"])
     t3 = time.perf_counter()
     return {"encode_s": t1 - t0, "bm25_s": t2 - t1, "vector_s": t3 - t2, "total_s": t3 - t0}
@@ -87,10 +88,9 @@ def raw_search(retriever: Any, texts: list[str], bm25_texts: list[str], n: int) 
 
 # ---- (a): the evaluation --------------------------------------------------------------------------------------
 def fresh(retriever: Any) -> None:
-    """No state from an earlier run: no memoised query vectors or candidates, an empty result cache."""
-    retriever.reuse_candidates(False)  # qvec_memo = candidate_memo = None, rank memo emptied
+    """No state from an earlier run: an empty result cache (candidates are memoised per call, not kept)."""
     retriever.cache.clear()
-    assert retriever.qvec_memo is None and retriever.candidate_memo is None and len(retriever.cache) == 0
+    assert len(retriever.cache) == 0
 
 
 def run_eval(cfg: Any, ts: Any, retriever: Any, targets: Any) -> tuple[float, Any]:
@@ -141,27 +141,31 @@ class StageClock:
 
 def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, Any]:
     """One evaluation with stage timers: exclusive seconds per stage, call counts, texts embedded."""
-    import ragrig.eval.evaluate
-    import ragrig.eval.ragas_metrics
-    import ragrig.retrieval.multihop.hops
+    import ragrig.eval.evaluate as evaluation
+    import ragrig.eval.ragas_metrics as ragas_metrics
+    import ragrig.retrieval.search.retriever as pipeline
 
     clock = StageClock()
     r = cfg.retrieval
-    clock.wrap(eval.runner, "evaluate", "evaluate: glue (loop, latencies, report)")
+    clock.wrap(evaluation, "evaluate", "evaluate: glue (loop, latencies, report)")
     clock.wrap(retriever, "search_many", "search_many: glue")
-    clock.wrap(retriever, "search", "search: glue (timings, result objects)")
+    clock.wrap(retriever, "search", "search: glue (cache key)")
+    clock.wrap(retriever, "_search_batch", "pipeline: glue (results, timings)")
     clock.wrap(retriever.processor_for(r), "process", "query processing")
     clock.wrap(retriever.embedder, "encode_queries", "embed", items=lambda qs: len(qs))
-    clock.wrap(retriever, "bm25_run", "bm25 (tokenise + top-n + id mapping)")
-    clock.wrap(retriever, "vector_runs", "vector (one batched Chroma query)")
-    clock.wrap(retriever, "header_run", "header lookup")
-    clock.wrap(retriever, "fuse_runs", "fusion")
-    clock.wrap(retriever, "shape", "shaping (full: comparison, adaptive, expansion)")
-    clock.wrap(retriever, "_cut", "shaping (lean: dedup, first hits)")
-    clock.wrap(retrieval.multihop, "multi_hop", "multi-hop: judge + placement")
-    clock.wrap(eval.runner, "score_results", "scoring: per-query rows")
-    clock.wrap(eval.runner, "query_metrics", "scoring: metrics")
-    clock.wrap(eval.ragas_metrics, "ragas_scores", "ragas non-LLM metrics")
+    clock.wrap(retriever.sources, "bm25", "bm25 (tokenise + top-n)")
+    clock.wrap(retriever.sources, "vectors", "vector (one batched Chroma query)")
+    clock.wrap(retriever.sources, "header", "header lookup")
+    clock.wrap(retriever, "_batch", "candidate sets and batch")
+    clock.wrap(pipeline, "fuse", "fusion")
+    clock.wrap(pipeline, "select", "selection (min_relevance, dedup, cut)")
+    clock.wrap(retriever, "_hit", "hits (per-source ranks)")
+    clock.wrap(retriever, "_shape", "shaping (comparison, adaptive, expansion)")
+    clock.wrap(retriever, "_entity_rows", "comparison entities")
+    clock.wrap(pipeline, "multi_hop", "multi-hop: judge + placement")
+    clock.wrap(evaluation, "score_results", "scoring: per-query rows")
+    clock.wrap(evaluation, "query_metrics", "scoring: metrics")
+    clock.wrap(ragas_metrics, "ragas_scores", "ragas non-LLM metrics")
     hits0, misses0 = retriever.cache.hits, retriever.cache.misses
     gc_pauses: dict[int, list[float]] = defaultdict(list)  # generation -> pause seconds (inside the stages)
     gc_start: list[float] = []
@@ -176,7 +180,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     try:
         fresh(retriever)
         t0 = time.perf_counter()
-        eval.runner.evaluate(cfg, ts, retriever, repeats=None, max_hops=None, targets=targets)
+        evaluation.evaluate(cfg, ts, retriever, repeats=None, max_hops=None, targets=targets)
         total = time.perf_counter() - t0
     finally:
         gc.callbacks.remove(on_gc)
@@ -307,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         rows_spec = rows_spec[:1]
 
     r = cfg.retrieval
-    n = min(r.candidates, int(retriever.collection.count()))
+    n = min(r.candidates, int(retriever.sources.collection.count()))
     proc = retriever.processor_for(r)
     processed = [proc.process(c.query) for c in ts.cases]
     texts = [p.text for p in processed]  # exactly what search_many hands to encode_queries

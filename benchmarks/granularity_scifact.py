@@ -48,13 +48,13 @@ def split_sentences(text: str) -> list[str]:
 
 
 def ranked_rows(scores: np.ndarray, keys: list, prone: np.ndarray, n: int) -> np.ndarray:
-    """The ``n`` best scored rows after the retriever's de-duplication (retrieval.shaping.dedup_walk: one
+    """The ``n`` best scored rows after the retriever's de-duplication (retrieval.search.select.dedup_walk: one
     piece per section, one copy per text), best first; ties keep row order; -inf rows are not candidates."""
-    from ragrig.retrieval.search.shaping import dedup_walk
+    from ragrig.retrieval.search.select import dedup_walk
 
     order = np.argsort(-scores, kind="stable")
     order = order[np.isfinite(scores[order])]
-    keep, _ = dedup_walk([keys[i] for i in order], prone[order], n)
+    keep = dedup_walk([keys[i] for i in order], prone[order], n)
     return order[keep][:n]
 
 
@@ -95,6 +95,8 @@ def main(argv: list[str]) -> int:
     from ragrig.eval.metrics import mean_metrics, query_metrics
     from ragrig.eval.relevance import resolve_testset
     from ragrig.eval.testset import import_beir
+    from ragrig.configs.models import FusionConfig
+    from ragrig.retrieval.search.candidates import CandidateBatch, CandidateSet, SourceRun
     from ragrig.retrieval.search.fusion import fuse
     from ragrig.retrieval.search.retriever import Retriever
 
@@ -102,7 +104,7 @@ def main(argv: list[str]) -> int:
     ts = import_beir(args.testset or cfg.eval.testsets[0])
     r = Retriever(cfg)
     chunks = r.chunks
-    got = r.collection.get(include=["embeddings"])
+    got = r.sources.collection.get(include=["embeddings"])
     pos = {cid: i for i, cid in enumerate(got["ids"])}
     chunk_vecs = np.asarray(got["embeddings"], dtype=np.float32)[[pos[c.chunk_id] for c in chunks]]
 
@@ -133,7 +135,8 @@ def main(argv: list[str]) -> int:
     bm25 = []
     for qi, q in enumerate(queries):
         pq = r.processor.process(q)
-        bm25.append(r.bm25.scores(r.bm25.tokenizer(pq.bm25_text)).astype(np.float64))
+        index = r.sources.bm25_index
+        bm25.append(index.scores(index.tokenizer(pq.bm25_text)).astype(np.float64))
         chunk = chunk_vecs @ qvecs[qi]
         sent = best_per_chunk(sent_vecs @ qvecs[qi])
         views["chunk"].append(chunk)
@@ -143,7 +146,7 @@ def main(argv: list[str]) -> int:
 
     targets = resolve_testset(ts, r.version.documents_by_id)
 
-    keys, prone = r.dedup_keys, np.asarray(r.dedup_prone, dtype=bool)
+    keys, prone = r.dedup.keys, r.dedup.prone
 
     def score(per_query: list[np.ndarray]) -> dict[str, float]:
         """`ragrig eval`'s metrics (eval.metrics) over each query's de-duplicated top `candidates` chunks."""
@@ -151,11 +154,15 @@ def main(argv: list[str]) -> int:
                                         (10, n)) for s, case in zip(per_query, ts.cases)])
         return {"ndcg@10": m["ndcg@10"], f"recall@{n}": m[f"recall@{n}"]}
 
+    zscore = FusionConfig(method="weighted", weights={"bm25": 1.0, "vector": 1.0}, normalization="zscore")
+
     def fused(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The retriever's own fusion (retrieval.search.fusion) of the two sources' top ``n``."""
+        runs = {s: SourceRun.of(list(top_run(x, n).items())) for s, x in (("bm25", a), ("vector", b))}
+        batch = CandidateBatch.of([CandidateSet.build(runs, r.order, None)])
+        f = fuse(batch, zscore)
         out = np.full(len(chunks), -np.inf)  # not a candidate of either source
-        for i, s in fuse({"bm25": top_run(a, n), "vector": top_run(b, n)}, "weighted",
-                         weights={"bm25": 1.0, "vector": 1.0}, normalization="zscore"):
-            out[int(i)] = s
+        out[batch.rows[f.order]] = f.scores
         return out
 
     rows = [{"system": "BM25 alone", **score([candidates_only(s, n) for s in bm25])}]

@@ -20,6 +20,7 @@ from ragrig.eval.relevance import Target, resolve_testset
 from ragrig.eval.testset import TestSet
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.results import RetrievalResult
+from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
 HEADLINE = ("ndcg@10", "recall@10", "mrr@10", "precision@5", "recall@100", "hit_rate@5")
@@ -83,7 +84,7 @@ def score_results(
     for case in ts.cases:
         res = results[case.id]
         tg = targets[case.id]
-        m = query_metrics(res.hits if res.ranked is None else res.ranked, tg, ks)
+        m = query_metrics(res.ranked, tg, ks)
         metric_rows.append(m)
         for tag in case.tags or ["untagged"]:
             by_tag.setdefault(tag, []).append(m)
@@ -120,9 +121,11 @@ def evaluate(
     label: str = "",
     max_hops: int | None = None,
     targets: dict[str, list[Target]] | None = None,
+    memo: CandidateMemo | None = None,
 ) -> EvalReport:
     """Evaluate ``ts`` on the current index for ``cfg``. ``search`` defaults to batched hybrid retrieval.
-    ``targets``: the test set already resolved against this index version (sweeps resolve once per index)."""
+    ``targets``: the test set already resolved against this index version (sweeps resolve once per index).
+    ``memo``: candidates shared with other evaluations over the same index version (sweeps)."""
     retriever = retriever or Retriever(cfg)
     ks = cfg.eval.k_values
     depth = max(max(ks), cfg.retrieval.top_k)
@@ -136,7 +139,7 @@ def evaluate(
     # full Hits only where a report or ragas reads them; metrics read the whole ranking (result.ranked)
     keep = max(10, min(ks), cfg.retrieval.top_k)
     search_fn = search or (
-        lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops, retrieval=cfg.retrieval, lean=keep))
+        lambda r, qs, k: r.search_many(qs, top_k=k, max_hops=hops, retrieval=cfg.retrieval, hits=keep, memo=memo))
     with frozen_heap():
         return _evaluate(cfg, ts, retriever, targets, queries, n, search_fn, depth, ks, label)
 

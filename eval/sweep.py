@@ -235,6 +235,7 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
     from ragrig.eval.relevance import resolve_testset
     from ragrig.retrieval.index.version import IndexVersion
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.search.memo import CandidateMemo
     from ragrig.retrieval.search.retriever import Retriever
 
     for _, items in groups.items():
@@ -246,12 +247,12 @@ def _run_groups(spec: SweepSpec, groups: dict[str, list[tuple[str, dict[str, Any
         result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
                                          stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
         retriever = Retriever(cfg0, version)
-        retriever.reuse_candidates(True)
+        memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
         resolved = [resolve_testset(ts, version.documents_by_id) for ts in sets]  # once per index
         for label, ov, cfg in items:
             for ts, targets in zip(sets, resolved):
                 t2 = time.perf_counter()
-                report = call("evaluate", lambda c, t, r, lb, tg: evaluate(c, t, r, label=lb, targets=tg),
+                report = call("evaluate", lambda c, t, r, lb, tg: evaluate(c, t, r, label=lb, targets=tg, memo=memo),
                               cfg, ts, retriever, label, targets)
                 run_id = None
                 if parent is not None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragrig.retrieval.documents import Chunk
 
 
 @dataclass(slots=True)
@@ -25,6 +29,13 @@ class Hit:
     start: int = 0
     end: int = 0
     tokens: int = 0
+
+    @classmethod
+    def from_chunk(cls, c: Chunk, score: float, sources: dict[str, SourceScore] | None = None, hop: int = 0,
+                   reason: str = "") -> Hit:
+        return cls(chunk_id=c.chunk_id, doc_id=c.doc_id, header_path=list(c.header_path), text=c.text,
+                   score=float(score), sources=sources or {}, hop=hop, reason=reason, start=c.start, end=c.end,
+                   tokens=c.tokens)
 
     @property
     def header(self) -> str:
@@ -51,16 +62,11 @@ class RetrievalResult:
     candidates: dict[str, int] = field(default_factory=dict)  # per-source candidate counts
     hops: list[dict[str, Any]] = field(default_factory=list)  # multi-hop judgements, in order
     cached: bool = False
-    # lean batch mode (sweeps): the whole ranking as chunks (doc_id/start/end, what metrics read), while
-    # ``hits`` holds only the first few as full Hits; None otherwise
-    ranked: list[Any] | None = field(default=None, repr=False)
-
-    def run(self) -> dict[str, float]:
-        """``{chunk_id: score}`` with strictly decreasing scores in rank order (the BEIR/ranx run shape)."""
-        n = len(self.hits)
-        return {h.chunk_id: float(n - i) for i, h in enumerate(self.hits)}
+    # the whole ranking as chunks (doc_id/start/end: what metrics read); ``hits`` may hold only the first few
+    # of it as full Hits (``search_many(hits=n)``, what evaluation asks for)
+    ranked: list[Chunk] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("ranked", None)
-        return out
+        """Everything but ``ranked`` (the chunks behind the ranking), as JSON-able values."""
+        return {f.name: [h.to_dict() for h in self.hits] if f.name == "hits" else copy.deepcopy(getattr(self, f.name))
+                for f in fields(self) if f.name != "ranked"}

@@ -10,91 +10,64 @@ see docs/results.md.)
 
 from __future__ import annotations
 
-import math
 import time
-from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ragrig.configs.models import RetrievalConfig
-from ragrig.retrieval.keywords import KeywordNormalizer, mine_terms
-from ragrig.retrieval.multihop.judges import HopJudge, LLMJudge, Missing, ReferenceJudge
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.multihop.judges import HopJudge, Missing, ReferenceJudge
+from ragrig.retrieval.multihop.llm_judge import LLMJudge
+from ragrig.retrieval.multihop.terms import TermIndex
 from ragrig.retrieval.results import Hit, RetrievalResult
 
-if TYPE_CHECKING:
-    from ragrig.retrieval.search.retriever import Retriever
+
+class HopIndex(Protocol):
+    """What multi-hop needs from the index it searches (the retriever facade satisfies it)."""
+
+    chunks: Sequence[Chunk]
+    terms: TermIndex
+
+    def row_of(self, chunk_id: str) -> int: ...
+
+    def header_rows(self, name: str, threshold: float) -> list[int]: ...
+
+    def header_titles(self, query: str, threshold: float, limit: int) -> list[str]: ...
+
+    def search(self, query: str, *, top_k: int, retrieval: RetrievalConfig) -> RetrievalResult: ...
 
 
-class TermIndex:
-    """Terms from the keyword library that can be followed as references, mapped to the sections whose
-    own header yields them.
-
-    A term is followable when it names at most ``max_sections`` sections and is specific: a rule keyword
-    with a value slot ("Lethal 5+"), or a name that at most ``rare_share`` of the chunks mention (so
-    "Engagement Range", named everywhere in a rulebook, is not a reference worth a hop).
-    """
-
-    def __init__(self, retriever: Retriever, max_sections: int = 3, rare_share: float = 0.05) -> None:
-        library = retriever.version.keywords
-        self.normalizer = KeywordNormalizer(library)
-        n_chunks = max(1, len(retriever.chunks))
-        limit = max(2.0, rare_share * n_chunks)
-        self.idf = {t["term"]: math.log(n_chunks / (1 + t.get("text_count", 0))) for t in library.get("terms", [])}
-        followable = {
-            t["term"] for t in library.get("terms", [])
-            if t["kind"] == "parameterized" or t.get("text_count", 0) <= limit
-        }
-        rows: dict[str, set[str]] = defaultdict(set)
-        canonical = self.normalizer.canonical
-        for c in retriever.chunks:
-            # a document's own title (level 1) names the whole document, not a rule worth a hop
-            if c.level <= 1 or c.part > 1 or not c.header_path:
-                continue
-            for key in mine_terms([c.header_path[-1]]):
-                if key in canonical and canonical[key] in followable:
-                    rows[canonical[key]].add(c.chunk_id)
-        self.rows = {t: ids for t, ids in rows.items() if len(ids) <= max_sections}
-
-    def terms_in(self, text: str) -> list[str]:
-        found = [t for t in self.normalizer.mentioned(text) if t in self.rows]
-        return sorted(found, key=lambda t: -self.idf.get(t, 0.0))
-
-    def sections_of(self, term: str) -> set[str]:
-        return self.rows.get(term, set())
-
-
-def make_judge(retriever: Retriever, r: RetrievalConfig) -> HopJudge:
+def make_judge(index: HopIndex, r: RetrievalConfig) -> HopJudge:
     if r.judge.kind == "llm":
         def titles(query: str) -> list[str]:
-            return [m.title for m in retriever.headers.mentions(query, r.header_threshold, limit=20)] + [
-                t for t in retriever.term_index.terms_in(query)]
+            return index.header_titles(query, r.header_threshold, 20) + index.terms.terms_in(query)
 
         return LLMJudge(r.judge, header_titles=titles)
-    return ReferenceJudge(retriever.term_index, max_items=r.judge.max_items, anchored=r.judge.anchored)
+    return ReferenceJudge(index.terms, max_items=r.judge.max_items, anchored=r.judge.anchored)
 
 
-def fetch(retriever: Retriever, item: Missing, have: set[str], r: RetrievalConfig, limit: int) -> list[tuple[int, str]]:
+def fetch(index: HopIndex, item: Missing, have: set[str], r: RetrievalConfig, limit: int) -> list[tuple[int, str]]:
     """Rows for one missing item: header matches first, hybrid retrieval as the fallback."""
     rows: list[tuple[int, str]] = []
-    own = sorted(retriever.term_index.sections_of(item.item), key=lambda cid: retriever.row[cid])
+    own = sorted(index.terms.sections_of(item.item), key=index.row_of)
     for cid in own:
         if cid not in have:
-            rows.append((retriever.row[cid], "header"))
+            rows.append((index.row_of(cid), "header"))
     if not own:
-        for m in retriever.headers.lookup(item.item, r.header_threshold):
-            for row in m.rows:
-                if retriever.chunks[row].chunk_id not in have:
-                    rows.append((row, "header"))
+        for row in index.header_rows(item.item, r.header_threshold):
+            if index.chunks[row].chunk_id not in have:
+                rows.append((row, "header"))
     if not rows:
         sub = r.model_copy(update={"max_hops": 0, "adaptive": r.adaptive.model_copy(update={"enabled": False})})
-        res = retriever.search(item.item, top_k=limit + len(have), retrieval=sub, use_cache=True)
-        rows = [(retriever.row[h.chunk_id], "search") for h in res.hits if h.chunk_id not in have]
+        res = index.search(item.item, top_k=limit + len(have), retrieval=sub)
+        rows = [(index.row_of(h.chunk_id), "search") for h in res.hits if h.chunk_id not in have]
     return rows[:limit]
 
 
-def multi_hop(retriever: Retriever, first: RetrievalResult, r: RetrievalConfig, top_k: int, max_hops: int,
+def multi_hop(index: HopIndex, first: RetrievalResult, r: RetrievalConfig, top_k: int, max_hops: int,
               judge: HopJudge | None = None) -> RetrievalResult:
     """Extend a hop-0 result with up to ``max_hops`` hops; judgements are recorded in ``result.hops``."""
-    judge = judge or make_judge(retriever, r)
+    judge = judge or make_judge(index, r)
     hits: list[Hit] = list(first.hits)
     hops: list[dict[str, Any]] = []
     window = min(top_k, r.top_k)  # what an answering LLM would see; deeper hits can still be promoted
@@ -113,11 +86,9 @@ def multi_hop(retriever: Retriever, first: RetrievalResult, r: RetrievalConfig, 
             room = r.hop_chunks - len(added)
             if room <= 0:
                 break
-            for row, how in fetch(retriever, item, have, r, 1):  # a named rule needs its own section, once
-                c = retriever.chunks[row]
-                h = Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, header_path=list(c.header_path), text=c.text,
-                        score=0.0, hop=hop, reason=f"hop {hop}: {item.item} ({how})", start=c.start, end=c.end,
-                        tokens=c.tokens)
+            for row, how in fetch(index, item, have, r, 1):  # a named rule needs its own section, once
+                c = index.chunks[row]
+                h = Hit.from_chunk(c, 0.0, hop=hop, reason=f"hop {hop}: {item.item} ({how})")
                 have.add(c.chunk_id)
                 added.append((h, item.origin))
                 record["added"].append({"chunk_id": c.chunk_id, "item": item.item, "via": how})

@@ -1,114 +1,113 @@
-"""Rank fusion: small pure functions behind one ``fuse`` and a registry.
+"""Rank fusion over a batch of queries in one array pass: small pure functions behind one ``fuse`` and a
+registry (an unknown name lists the supported ones). A single query is a batch of one.
 
-A run is ``{item_id: score}`` for one query and one source (higher is better).
-Ranks inside a run are by (-score, id), so ties never depend on dict order, and
-the fused list is ordered the same way.
+Methods (``w_s``: the source's weight; a source with weight 0 is left out):
+- ``rrf``: score = sum_s w_s / (k + rank_s), ranks from 1 by (-score, chunk id) within each source.
+- ``weighted``: score = sum_s w_s * norm_s, each source's scores normalised over its own candidates for that
+  query (``zscore`` or ``minmax``); a candidate a source did not return gets that source's lowest normalised
+  score (it ranked below everything the source returned).
+Each query's candidates are ordered by (-score, chunk id), then the scores are expressed as 0..1 relevance:
+RRF over the best score the query's sources could give (1 = ranked first everywhere), weighted by min-max
+over the query's candidates.
+
+Normalisation sums scores left to right in the order the source returned them (as Python's ``sum`` does)
+and squares with ``pow``, so a score depends only on its query's run, never on the batch around it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
+import numpy as np
 from ragrig.configs.errors import InputError
-
-Run = Mapping[str, float]
-Fused = list[tuple[str, float]]
-
-
-def ranked(run: Run) -> list[str]:
-    """Item ids by (-score, id)."""
-    return [i for i, _ in sorted(run.items(), key=lambda kv: (-kv[1], kv[0]))]
+from ragrig.configs.models import FusionConfig
+from ragrig.retrieval.search.candidates import CandidateBatch
 
 
-def order(scores: Mapping[str, float]) -> Fused:
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+def _sum(x: np.ndarray) -> float:
+    return float(np.cumsum(x)[-1])  # sequential; numpy's sum is pairwise and rounds differently
 
 
-def rrf(runs: Mapping[str, Run], *, k: float = 60.0, weights: Mapping[str, float] | None = None) -> Fused:
-    """Reciprocal Rank Fusion: score(d) = sum over sources of w_s / (k + rank_s(d)), ranks from 1."""
-    ranks = {source: {item: r for r, item in enumerate(ranked(run), start=1)} for source, run in runs.items()}
-    return rrf_from_ranks(ranks, k=k, weights=weights)
+def zscore(scores: np.ndarray) -> np.ndarray:
+    """(s - mean) / std (population); zero spread maps to 0.0."""
+    n = len(scores)
+    d = scores - _sum(scores) / n
+    std = math.sqrt(_sum(np.float_power(d, 2.0)) / n)
+    return np.zeros(n) if std <= 1e-12 else d / std
 
 
-def rrf_from_ranks(
-    ranks: Mapping[str, Mapping[str, int]], *, k: float = 60.0, weights: Mapping[str, float] | None = None
-) -> Fused:
-    """RRF from ranks already computed per source (callers that memoise ranks skip the sorting)."""
-    if k <= 0:
-        raise InputError(f"rrf k must be > 0 (got {k})")
-    out: dict[str, float] = {}
-    for source, by_item in ranks.items():
-        w = 1.0 if weights is None else float(weights.get(source, 0.0))
-        if w == 0.0:
-            continue
-        for item, rank in by_item.items():
-            out[item] = out.get(item, 0.0) + w / (k + rank)
-    return order(out)
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; all-equal scores map to 1.0 (no zero-range division)."""
+    lo, hi = float(scores.min()), float(scores.max())
+    return np.ones(len(scores)) if hi - lo <= 1e-12 else (scores - lo) / (hi - lo)
 
 
-def minmax(run: Run) -> dict[str, float]:
-    """Scale to [0, 1]; a run whose scores are all equal maps to 1.0 (no zero-range division)."""
-    if not run:
-        return {}
-    lo, hi = min(run.values()), max(run.values())
-    if hi - lo <= 1e-12:
-        return {i: 1.0 for i in run}
-    return {i: (s - lo) / (hi - lo) for i, s in run.items()}
+NORMALIZERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"minmax": minmax, "zscore": zscore}
 
 
-def zscore(run: Run) -> dict[str, float]:
-    """(s - mean) / std (population); a zero-spread run maps to 0.0."""
-    if not run:
-        return {}
-    vals = list(run.values())
-    mean = sum(vals) / len(vals)
-    var = sum((v - mean) ** 2 for v in vals) / len(vals)
-    std = math.sqrt(var)
-    if std <= 1e-12:
-        return {i: 0.0 for i in run}
-    return {i: (s - mean) / std for i, s in run.items()}
-
-
-NORMALIZERS: dict[str, Callable[[Run], dict[str, float]]] = {"minmax": minmax, "zscore": zscore}
-
-
-def weighted(
-    runs: Mapping[str, Run], *, weights: Mapping[str, float] | None = None, normalization: str = "zscore"
-) -> Fused:
-    """Convex score fusion: sum of w_s * norm_s(d). An item a source did not return gets that source's
-    lowest normalised score (it ranked below everything the source returned)."""
-    if normalization not in NORMALIZERS:
-        raise InputError(f"unknown normalization {normalization!r}; supported: {sorted(NORMALIZERS)}")
-    norm = NORMALIZERS[normalization]
-    normed = {s: norm(r) for s, r in runs.items()}
-    items = {i for r in runs.values() for i in r}
-    out: dict[str, float] = {}
-    for source, scores in normed.items():
-        w = 1.0 if weights is None else float(weights.get(source, 0.0))
-        if w == 0.0 or not scores:
-            continue
-        floor = min(scores.values())
-        for item in items:
-            out[item] = out.get(item, 0.0) + w * scores.get(item, floor)
-    return order(out)
-
-
-FUSION: dict[str, Callable[..., Fused]] = {"rrf": rrf, "weighted": weighted}
-
-
-def fuse(runs: Mapping[str, Run], method: str = "rrf", **params: object) -> Fused:
-    """Fuse per-source runs with a registered method (``rrf`` or ``weighted``)."""
-    try:
-        fn = FUSION[method]
-    except KeyError:
-        raise InputError(f"unknown fusion method {method!r}; supported: {', '.join(sorted(FUSION))}") from None
-    return fn(runs, **params)
-
-
-def max_score(method: str, sources: list[str], weights: Mapping[str, float], rrf_k: float) -> float:
+def max_score(method: str, sources: tuple[str, ...] | list[str], weights: Mapping[str, float], rrf_k: float) -> float:
     """The best fused score an item could get from these sources (to express scores as 0..1 relevance)."""
     ws = [float(weights.get(s, 0.0)) for s in sources]
     if method == "rrf":
         return sum(w / (rrf_k + 1) for w in ws) or 1.0
     return sum(ws) or 1.0
+
+
+def rrf(batch: CandidateBatch, f: FusionConfig) -> np.ndarray:
+    if f.rrf_k <= 0:
+        raise InputError(f"rrf k must be > 0 (got {f.rrf_k})")
+    acc = np.zeros(len(batch.rows))
+    for s in batch.sources:
+        w = float(f.weights.get(s, 0.0))
+        if w:
+            rk = batch.rank[s]
+            acc = acc + np.where(rk > 0, w / (f.rrf_k + rk), 0.0)
+    return acc
+
+
+def weighted(batch: CandidateBatch, f: FusionConfig) -> np.ndarray:
+    if f.normalization not in NORMALIZERS:
+        raise InputError(f"unknown normalization {f.normalization!r}; supported: {sorted(NORMALIZERS)}")
+    acc = np.zeros(len(batch.rows))
+    for s in batch.sources:
+        w = float(f.weights.get(s, 0.0))
+        if w:
+            acc = acc + w * batch.normalised(s, f.normalization, NORMALIZERS[f.normalization])
+    return acc
+
+
+FUSION: dict[str, Callable[[CandidateBatch, FusionConfig], np.ndarray]] = {"rrf": rrf, "weighted": weighted}
+
+
+@dataclass
+class Fused:
+    """Each query's candidates in fused order: element indices into the batch, their 0..1 scores, and the
+    segment bounds (query q's candidates are ``order[bounds[q]:bounds[q + 1]]``)."""
+
+    order: np.ndarray
+    scores: np.ndarray
+    bounds: np.ndarray
+
+
+def fuse(batch: CandidateBatch, f: FusionConfig) -> Fused:
+    method = FUSION.get(f.method)
+    if method is None:
+        raise InputError(f"unknown fusion method {f.method!r}; supported: {', '.join(sorted(FUSION))}")
+    acc = method(batch, f)
+    # stable: within a query, candidates are in chunk-id order, so equal scores keep it (the tie-break)
+    order = np.lexsort((-acc, batch.seg))
+    bounds = batch.bounds()
+    raw, seg = acc[order], batch.seg[order]
+    if f.method == "rrf":
+        top = np.array([max_score("rrf", p, f.weights, f.rrf_k) for p in batch.present])
+        return Fused(order, raw / top[seg], bounds)
+    # min-max per query; in fused order a query's first score is its highest and its last the lowest
+    full = np.nonzero(bounds[1:] > bounds[:-1])[0]
+    hi, lo = np.zeros(len(bounds) - 1), np.zeros(len(bounds) - 1)
+    hi[full], lo[full] = raw[bounds[full]], raw[bounds[full + 1] - 1]
+    span = hi - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(span[seg] <= 1e-12, 1.0, (raw - lo[seg]) / span[seg])
+    return Fused(order, scores, bounds)

@@ -1,55 +1,28 @@
-"""Result shaping rules as pure functions: de-duplication keys and the adaptive cut."""
+"""Shaping a query's selected candidates into hits, as pure functions over Hit lists: pinning the entities of a
+comparison query, the adaptive cut, and section expansion."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-import numpy as np
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.results import Hit
 
 
-def dedup_key(chunk: Chunk) -> tuple[tuple[Any, ...], ...]:
-    """Two hits are duplicates when their text is identical, or they are pieces of the same section."""
-    text_key = ("text", hashlib.sha1(" ".join(chunk.text.split()).casefold().encode()).hexdigest())
-    if chunk.part:
-        return (text_key, ("section", chunk.doc_id, tuple(chunk.header_path), chunk.level))
-    return (text_key,)
-
-
-def dedup_walk(keys: Sequence[tuple[tuple[Any, ...], ...]], prone: np.ndarray, top_k: int) -> tuple[np.ndarray, int]:
-    """De-duplication of a ranking: a row is dropped when a kept row before it shares one of its ``keys``.
-    Only ``prone`` rows (that share a key with some other row) are checked, and only until ``top_k`` rows
-    are kept. Returns the keep mask and how many rows were dropped before that point."""
-    keep = np.ones(len(keys), dtype=bool)
-    seen: set[tuple[Any, ...]] = set()
-    dropped = 0
-    for i in np.nonzero(prone)[0].tolist():
-        if i - dropped >= top_k:  # top_k rows kept before this one: nothing after it matters
-            break
-        if seen.isdisjoint(keys[i]):
-            seen.update(keys[i])
-        else:
-            keep[i] = False
-            dropped += 1
-    return keep, dropped
-
-
-def dedup_first_of_group(group: np.ndarray, top_k: int) -> tuple[np.ndarray, int]:
-    """``dedup_walk`` when every row shares at most one key with the other rows: ``group[i]`` is that key's
-    id (-1: none). A row is then dropped exactly when an earlier row of its group exists, and the first
-    of each group is kept, so the walk is one ``np.unique``. Same mask and count as the walk."""
-    keep = np.ones(len(group), dtype=bool)
-    idx = np.nonzero(group >= 0)[0]
-    if len(idx):
-        _, first = np.unique(group[idx], return_index=True)
-        keep[idx] = False
-        keep[idx[first]] = True
-    end = int(np.searchsorted(np.cumsum(keep), top_k))  # the top_k-th kept row (len: fewer are kept)
-    keep[end + 1 :] = True  # the walk stops there
-    return keep, int((~keep[:end]).sum())
+def pin_entities(hits: list[Hit], pinned: Sequence[tuple[str, Hit]], top_k: int) -> list[Hit]:
+    """A comparison query keeps a hit for each entity it compares ("X vs Y": X's section and Y's), even when
+    fusion ranked one of them below ``top_k``. ``pinned``: (entity, its hit) in query order; a hit already in
+    ``hits`` stays where it is, the others go last; the rest of ``hits`` fills the remaining places."""
+    pins: dict[str, Hit] = {}
+    for entity, h in pinned:
+        h.reason = f"comparison: {entity}"
+        pins.setdefault(h.chunk_id, h)
+    room = max(0, top_k - len(pins))
+    rest = {h.chunk_id for h in hits if h.chunk_id not in pins}
+    rest = set([h.chunk_id for h in hits if h.chunk_id in rest][:room])
+    have = {h.chunk_id for h in hits}
+    merged = [h for h in hits if h.chunk_id in pins or h.chunk_id in rest]
+    return (merged + [h for cid, h in pins.items() if cid not in have])[:top_k]
 
 
 def adaptive_cut(hits: list[Hit], min_results: int, max_results: int, gap: float) -> list[Hit]:
@@ -69,3 +42,23 @@ def adaptive_cut(hits: list[Hit], min_results: int, max_results: int, gap: float
     if best_i is not None and best_gap >= gap:
         return hits[: best_i + 1]
     return hits
+
+
+def expand_sections(hits: list[Hit], budget: int, chunk_of: Callable[[str], Chunk],
+                    siblings: Callable[[Chunk], Sequence[Chunk]]) -> list[Hit]:
+    """A small matched chunk brings its section's sibling chunks (in document order) within a token budget."""
+    out: list[Hit] = []
+    have = {h.chunk_id for h in hits}
+    for h in hits:
+        out.append(h)
+        c = chunk_of(h.chunk_id)
+        if c.tokens >= budget:
+            continue
+        used = c.tokens
+        for s in siblings(c):
+            if s.chunk_id in have or used + s.tokens > budget:
+                continue
+            used += s.tokens
+            have.add(s.chunk_id)
+            out.append(Hit.from_chunk(s, h.score, reason=f"section of {h.chunk_id}"))
+    return out

@@ -1,4 +1,4 @@
-"""Pure result-shaping pieces: adaptive cut, de-duplication keys, the query cache, context assembly, filters."""
+"""The query cache (LRU + TTL), context assembly and metadata filters."""
 
 from __future__ import annotations
 
@@ -10,85 +10,12 @@ from ragrig.retrieval.context import build_context
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.results import Hit
 from ragrig.retrieval.search.filters import Filters
-from ragrig.retrieval.search.shaping import adaptive_cut, dedup_first_of_group, dedup_key, dedup_walk
-
-
-def hits(*scores: float) -> list[Hit]:
-    return [Hit(chunk_id=f"c{i}", doc_id="d.md", header_path=["H"], text="t", score=s) for i, s in enumerate(scores)]
-
-
-def ids(hs: list[Hit]) -> list[str]:
-    return [h.chunk_id for h in hs]
-
-
-# ---- adaptive_cut ------------------------------------------------------------------------------------------------
-
-
-def test_cut_at_the_largest_gap():
-    hs = hits(1.0, 0.95, 0.9, 0.4, 0.35, 0.3)
-    # drops /top: .05 .05 .5 .05 .05 -> cut after index 2
-    assert ids(adaptive_cut(hs, 1, 10, 0.25)) == ["c0", "c1", "c2"]
-
-
-def test_no_big_gap_keeps_max_results():
-    hs = hits(*[1.0 - 0.05 * i for i in range(12)])
-    assert ids(adaptive_cut(hs, 3, 10, 0.25)) == [f"c{i}" for i in range(10)]
-    hs = hits(1.0, 0.99, 0.98, 0.97, 0.1)  # the big drop lies beyond max_results=4
-    assert ids(adaptive_cut(hs, 1, 4, 0.25)) == ["c0", "c1", "c2", "c3"]
-
-
-def test_gaps_before_min_results_are_ignored():
-    hs = hits(1.0, 0.3, 0.29, 0.1, 0.09)
-    # min 3: only the drops after the 3rd hit count: .19 (3rd->4th) and .01 -> below .25: keep all
-    assert ids(adaptive_cut(hs, 3, 10, 0.25)) == ["c0", "c1", "c2", "c3", "c4"]
-    assert ids(adaptive_cut(hs, 3, 10, 0.15)) == ["c0", "c1", "c2"]
-    # with min 1 the .7 drop wins
-    assert ids(adaptive_cut(hs, 1, 10, 0.25)) == ["c0"]
-
-
-def test_gap_threshold_is_relative_to_the_top_score_and_inclusive():
-    hs = hits(4.0, 3.0, 2.5)  # drops: 1/4 = .25, .5/4 = .125
-    assert ids(adaptive_cut(hs, 1, 10, 0.25)) == ["c0"]
-    assert ids(adaptive_cut(hs, 1, 10, 0.26)) == ["c0", "c1", "c2"]
-
-
-def test_equal_gaps_cut_at_the_first():
-    assert ids(adaptive_cut(hits(1.0, 0.5, 0.0), 1, 10, 0.25)) == ["c0"]
-
-
-def test_cut_edge_cases():
-    assert adaptive_cut([], 1, 10, 0.25) == []
-    hs = hits(1.0, 0.1)
-    assert ids(adaptive_cut(hs, 2, 10, 0.25)) == ["c0", "c1"]  # no more than min_results: unchanged
-    assert ids(adaptive_cut(hits(0.0, 0.0, 0.0), 1, 10, 0.25)) == ["c0", "c1", "c2"]  # zero top score
-
-
-# ---- dedup_key ---------------------------------------------------------------------------------------------------
 
 
 def chunk(cid: str, text: str, doc: str = "d.md", path: list[str] | None = None, part: int = 0, **meta) -> Chunk:
     path = ["Doc", "Sec"] if path is None else path
     return Chunk(chunk_id=cid, doc_id=doc, header_path=path, level=len(path), start=0, end=len(text), text=text,
                  search_text=text, sha256="0" * 64, tokens=0, part=part, metadata=meta)
-
-
-def test_identical_text_up_to_whitespace_and_case_is_a_duplicate():
-    a = dedup_key(chunk("a", "Move  up to\nsix inches."))
-    b = dedup_key(chunk("b", "move up to six INCHES.", doc="other.md", path=["X"]))
-    c = dedup_key(chunk("c", "move up to seven inches."))
-    assert a == b and len(a) == 1
-    assert not set(a) & set(c)
-
-
-def test_pieces_of_one_section_share_a_key():
-    p1 = dedup_key(chunk("p1", "first half", part=1))
-    p2 = dedup_key(chunk("p2", "second half", part=2))
-    other = dedup_key(chunk("o1", "second half", path=["Doc", "Other"], part=1))
-    assert len(p1) == 2 and p1[1] == p2[1] == ("section", "d.md", ("Doc", "Sec"), 2)
-    assert p1[0] != p2[0]
-    assert p2[0] == other[0]  # same text, different section: still a duplicate by text
-    assert p1[1] != other[1]
-    assert len(dedup_key(chunk("w", "whole section"))) == 1  # part 0: text key only
 
 
 # ---- QueryCache --------------------------------------------------------------------------------------------------
@@ -100,30 +27,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def test_dedup_walk_hand_computed():
-    # A{t1,s1} kept; B{t2,s1} dropped (s1); C{t2,s2} kept: B's keys never count, it was dropped
-    keys = [(("t", 1), ("s", 1)), (("t", 2), ("s", 1)), (("t", 2), ("s", 2)), (("t", 3),), (("t", 1),)]
-    prone = np.array([True, True, True, False, True])
-    keep, dropped = dedup_walk(keys, prone, top_k=10)
-    assert keep.tolist() == [True, False, True, True, False] and dropped == 2
-    # two rows kept by position 2: the walk stops there, later duplicates are neither checked nor counted
-    keep, dropped = dedup_walk(keys, prone, top_k=2)
-    assert keep.tolist() == [True, False, True, True, True] and dropped == 1
-
-
-def test_dedup_first_of_group_equals_the_walk_when_rows_share_one_key():
-    rng = np.random.default_rng(5)
-    for _ in range(500):
-        n = int(rng.integers(0, 30))
-        group = np.where(rng.random(n) < 0.6, rng.integers(0, 6, n), -1)
-        # each row: its own text key, plus the one shared key of its group
-        keys = [((("t", i),) + ((("s", int(g)),) if g >= 0 else ())) for i, g in enumerate(group)]
-        top_k = int(rng.integers(1, 12))
-        got = dedup_first_of_group(group, top_k)
-        want = dedup_walk(keys, group >= 0, top_k)
-        assert got[0].tolist() == want[0].tolist() and got[1] == want[1], (group.tolist(), top_k)
 
 
 def test_lru_eviction_order():

@@ -13,7 +13,8 @@ import pytest
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import JudgeConfig
 from ragrig.retrieval.multihop.hops import place
-from ragrig.retrieval.multihop.judges import LLMJudge, ReferenceJudge, names_section, parse_missing
+from ragrig.retrieval.multihop.judges import ReferenceJudge, names_section, parse_missing
+from ragrig.retrieval.multihop.llm_judge import LLMJudge
 from ragrig.retrieval.results import Hit
 
 

@@ -1,0 +1,116 @@
+"""The LLM hop judge: asks any OpenAI-compatible ``/chat/completions`` endpoint whether the passages can answer
+the question and what is missing, as JSON of a fixed schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ragrig.configs.errors import RagrigError
+from ragrig.configs.models import JudgeConfig
+from ragrig.retrieval.multihop.judges import Judgement, Missing, parse_missing
+from ragrig.retrieval.results import Hit
+
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "can_answer": {"type": "boolean"},
+        "reasoning": {"type": "string"},
+        "missing": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["can_answer", "reasoning", "missing"],
+    "additionalProperties": False,
+}
+
+SYSTEM_PROMPT = (
+    "You decide whether retrieved rulebook passages are enough to answer a question. "
+    "If not, list the rule titles (or short sub-queries) that are still missing. "
+    "Prefer titles from the list of known headers. Answer only with JSON matching the schema."
+)
+
+
+class LLMJudge:
+    """Asks an OpenAI-compatible ``/chat/completions`` endpoint for a judgement as JSON.
+
+    Timeouts, connection errors and HTTP 5xx/429 are retried with exponential backoff; anything else,
+    or a reply that is not valid JSON of the schema after the retries, is a RagrigError that says so.
+    The API key is read from the environment variable named in the config, never from a file.
+    """
+
+    def __init__(self, cfg: JudgeConfig, header_titles: Callable[[str], Sequence[str]] | None = None) -> None:
+        self.cfg = cfg
+        self.header_titles = header_titles  # callable(query) -> list[str] of titles relevant to the query
+
+    def _prompt(self, query: str, hits: Sequence[Hit]) -> list[dict[str, str]]:
+        budget = self.cfg.max_context_chars
+        blocks = []
+        for i, h in enumerate(hits, 1):
+            block = f"[{i}] {h.header}\n{h.text.strip()}"
+            if len(block) > budget:
+                block = block[: max(0, budget)]
+            budget -= len(block)
+            blocks.append(block)
+            if budget <= 0:
+                break
+        titles = list(self.header_titles(query))[:40] if self.header_titles else []
+        user = (
+            f"Question: {query}\n\nPassages:\n" + "\n\n".join(blocks)
+            + ("\n\nKnown headers relevant to the question: " + "; ".join(titles) if titles else "")
+            + '\n\nReply as JSON: {"can_answer": bool, "reasoning": str, "missing": [str]}'
+        )
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        url = self.cfg.base_url.rstrip("/") + "/chat/completions"
+        key = os.environ.get(self.cfg.api_key_env, "")
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        last = ""
+        for attempt in range(self.cfg.retries + 1):
+            if attempt:
+                time.sleep(self.cfg.backoff_s * 2 ** (attempt - 1))
+            try:
+                resp = httpx.post(url, json=body, headers=headers, timeout=self.cfg.timeout_s)
+            except httpx.TimeoutException:
+                last = f"timed out after {self.cfg.timeout_s:g} s"
+                continue
+            except httpx.HTTPError as exc:
+                last = f"unreachable ({type(exc).__name__}: {exc})"
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}"
+                continue
+            if resp.status_code >= 400:
+                raise RagrigError(f"LLM judge at {url}: HTTP {resp.status_code}: {resp.text[:200]}")
+            try:
+                return resp.json()
+            except json.JSONDecodeError:
+                raise RagrigError(f"LLM judge at {url}: the response is not JSON: {resp.text[:200]!r}") from None
+        raise RagrigError(f"LLM judge at {url}: {last} ({self.cfg.retries + 1} attempts)")
+
+    def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
+        body = {
+            "model": self.cfg.model,
+            "messages": self._prompt(query, hits),
+            "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "hop_judgement", "schema": JUDGE_SCHEMA}},
+        }
+        reply = self._post(body)
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise RagrigError(f"LLM judge: unexpected reply shape: {str(reply)[:200]}") from None
+        try:
+            data = json.loads(content)
+        except (json.JSONDecodeError, TypeError):
+            raise RagrigError(f"LLM judge: the model's answer is not valid JSON: {str(content)[:200]!r}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("can_answer"), bool):
+            raise RagrigError(f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}")
+        missing = parse_missing(data.get("missing") or [])
+        return Judgement(bool(data["can_answer"]), str(data.get("reasoning", "")), [Missing(m) for m in missing])
