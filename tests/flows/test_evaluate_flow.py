@@ -112,8 +112,9 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
 ):
     from mlflow.tracking import MlflowClient
     from ragrig.eval.evaluate import evaluate
-    from ragrig.eval.mlflow_log import log_report, tracking_uri
     from ragrig.eval.testset import load_testset
+    from ragrig.eval.tracking.runs import RunOptions, log_report
+    from ragrig.eval.tracking.store import tracking_uri
     from ragrig.retrieval.search.retriever import Retriever
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -137,7 +138,7 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
     assert report.overall["ndcg@10"] == pytest.approx(mean)
     assert set(report.latency_ms) == {"p50", "p95", "p99", "mean", "max"}
 
-    run_id = log_report(cfg, report, run_name="tiny")
+    run_id = log_report(cfg, report, RunOptions(run_name="tiny"))
     uri = tracking_uri(cfg)
     assert uri == f"sqlite:///{ragrig_home.resolve() / 'mlflow' / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
