@@ -65,7 +65,7 @@ def evaluate_testsets(
 
         reports = ragrig.evaluate(cfg, ["datasets/testsets/sample.yaml"])
 
-    1. ``testsets`` (paths or loaded test sets; default ``eval.testsets``) are loaded and validated first;
+    1. ``testsets`` (paths or loaded test sets; none: ``eval.testsets``) are loaded and validated first;
     2. the index is opened once (or ``retriever``: a sweep passes its own, with its candidate memo);
     3. every expectation of every test set is resolved against that version before anything is logged (or
        ``targets``: already resolved, one dict per test set, as a sweep does once per index);
@@ -76,7 +76,7 @@ def evaluate_testsets(
     ``stage(name, fn, *args)`` runs each step (default: call it); the Prefect flows pass
     ``tasks.stages.run_stage``, so each step shows as a task while the sequence lives here only."""
     call = stage or call_directly
-    if testsets is None or not all(isinstance(t, TestSet) for t in testsets):
+    if not testsets or not all(isinstance(t, TestSet) for t in testsets):
         sets: list[TestSet] = call("load-testsets", load_testsets, cfg, testsets)
     else:
         sets = list(testsets)

@@ -232,6 +232,48 @@ def test_cli_run_ingests_evaluates_and_reports(corpus, testset, tmp_path, capsys
     assert report["testset"] == "tiny-rules" and report["index"]["version"] == "v000001"
     assert {r["id"] for r in report["per_query"]} == {"accurate", "dash", "secret-miss"}
     printed = capsys.readouterr().out
-    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed and "mlflow ui --backend-store-uri" in printed
+    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed
+    assert "mlflow ui --backend-store-uri" in printed
     assert main(args) == 0  # second run: nothing changed, same version evaluated again
     assert json.loads(out.read_text())["index"]["version"] == "v000001"
+
+
+def _task_names(flow_run_id) -> list[str]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return sorted(r.name.rsplit("-", 1)[0] for r in runs)
+
+
+def test_evaluate_flow_on_a_loaded_config_runs_each_step_as_a_task(prefect_api, corpus, testset, make_config,
+                                                                    embedder, monkeypatch):
+    import ragrig.flows.params as params
+    from mlflow.tracking import MlflowClient
+    from ragrig.flows.evaluate import evaluate_flow
+
+    cfg = make_config(corpus, *SETS)
+    ingest(cfg, embedder)
+    monkeypatch.setattr(params, "load_config", lambda *a: pytest.fail("the flow loaded the config again"))
+    state = evaluate_flow(config=cfg, testsets=[str(testset)], run_name="from-the-flow", return_state=True)
+    assert state.is_completed()
+    [result] = state.result()
+    assert MlflowClient().get_run(result["mlflow_run_id"]).info.run_name == "from-the-flow"
+    assert _task_names(state.state_details.flow_run_id) == [
+        "load-testsets", "log-mlflow", "open-index", "resolve-expectations", "retrieve-and-score"]
+
+
+def test_cli_run_through_prefect_loads_the_config_once(prefect_api, corpus, testset, tmp_path, capsys, monkeypatch):
+    """`ragrig run` as `make run` calls it (Prefect flows): the flows get the CLI's config, not a path to reload."""
+    import ragrig.flows.params as params
+
+    monkeypatch.setattr(params, "load_config", lambda *a: pytest.fail("a flow loaded the config again"))
+    out = tmp_path / "run.json"
+    args = ["run", "--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null",
+            "--set", f"eval.testsets=[{testset}]", "--set", "mlflow.enabled=false", "--output-json", str(out)]
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["testset"] == "tiny-rules" and report["index"]["version"] == "v000001"
+    printed = capsys.readouterr().out
+    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed
