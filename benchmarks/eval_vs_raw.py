@@ -4,7 +4,7 @@ Goal (issue): evaluating the 300 SciFact test queries takes <= 1.3 x (one batche
 raw BM25 top-`candidates` per query + one batched Chroma query). Measured side by side in one process,
 ``--repeats`` times (order rotated each repeat), median and all samples reported:
 
-(a) ``eval.runner.evaluate(cfg, ts, retriever, targets=...)`` exactly as ``ragrig eval --no-prefect`` calls
+(a) ``eval.evaluate.evaluate(cfg, ts, retriever, targets=...)`` exactly as ``ragrig eval --no-prefect`` calls
     it: query processing, batched embedding, BM25 + vector retrieval, fusion, shaping, multi-hop as
     configured, metrics, ragas non-LLM metrics when ``eval.ragas`` is on. Not timed: loading and resolving
     the test set, opening the index (Retriever construction), MLflow logging, and one-time warm-up (imports
@@ -57,7 +57,7 @@ WARMUP_QUERIES = 10
 EXCLUDED = [
     "loading and resolving the test set (eval.testset.load_testset, eval.relevance.resolve_testset)",
     "opening the index (Retriever construction: chunks, BM25, Chroma, embedding model)",
-    "MLflow logging (eval.mlflow_log.log_report)",
+    "MLflow logging (eval.tracking.runs.log_report)",
     (f"one-time warm-up (imports, multi-hop term index, first forward pass): an untimed evaluation of "
      f"{WARMUP_QUERIES} queries runs first"),
 ]
@@ -141,13 +141,14 @@ class StageClock:
 
 def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, Any]:
     """One evaluation with stage timers: exclusive seconds per stage, call counts, texts embedded."""
-    import ragrig.eval.evaluate
-    import ragrig.eval.ragas_metrics
-    import ragrig.retrieval.multihop.hops
+    import ragrig.eval.evaluate as evaluation
+    import ragrig.eval.ragas_metrics as ragas_metrics
+    import ragrig.eval.report as report
+    import ragrig.retrieval.multihop.hops as hops
 
     clock = StageClock()
     r = cfg.retrieval
-    clock.wrap(eval.runner, "evaluate", "evaluate: glue (loop, latencies, report)")
+    clock.wrap(evaluation, "evaluate", "evaluate: glue (loop, latencies, report)")
     clock.wrap(retriever, "search_many", "search_many: glue")
     clock.wrap(retriever, "search", "search: glue (timings, result objects)")
     clock.wrap(retriever.processor_for(r), "process", "query processing")
@@ -158,10 +159,10 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     clock.wrap(retriever, "fuse_runs", "fusion")
     clock.wrap(retriever, "shape", "shaping (full: comparison, adaptive, expansion)")
     clock.wrap(retriever, "_cut", "shaping (lean: dedup, first hits)")
-    clock.wrap(retrieval.multihop, "multi_hop", "multi-hop: judge + placement")
-    clock.wrap(eval.runner, "score_results", "scoring: per-query rows")
-    clock.wrap(eval.runner, "query_metrics", "scoring: metrics")
-    clock.wrap(eval.ragas_metrics, "ragas_scores", "ragas non-LLM metrics")
+    clock.wrap(hops, "multi_hop", "multi-hop: judge + placement")
+    clock.wrap(evaluation, "score_results", "scoring: per-query rows")
+    clock.wrap(report, "query_metrics", "scoring: metrics")
+    clock.wrap(ragas_metrics, "ragas_scores", "ragas non-LLM metrics")
     hits0, misses0 = retriever.cache.hits, retriever.cache.misses
     gc_pauses: dict[int, list[float]] = defaultdict(list)  # generation -> pause seconds (inside the stages)
     gc_start: list[float] = []
@@ -176,7 +177,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     try:
         fresh(retriever)
         t0 = time.perf_counter()
-        eval.runner.evaluate(cfg, ts, retriever, repeats=None, max_hops=None, targets=targets)
+        evaluation.evaluate(cfg, ts, retriever, repeats=None, max_hops=None, targets=targets)
         total = time.perf_counter() - t0
     finally:
         gc.callbacks.remove(on_gc)
