@@ -20,7 +20,9 @@ from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, load_testset
 from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats, StageCall
+from ragrig.retrieval.search.retriever import Retriever
 
 Item = tuple[str, dict[str, Any], RagrigConfig]  # (label, overrides, config): one of ``Resolved``
 
@@ -63,9 +65,6 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
                parent: Any, call: StageCall, progress: bool) -> None:
     """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
     once, then evaluate (and log) every config on every test set."""
-    from ragrig.retrieval.index.version import IndexVersion
-    from ragrig.retrieval.search.retriever import Retriever
-
     cfg0 = items[0][2]
     t1 = time.perf_counter()
     stats = call("ingest", _ingest, cfg0, progress)
