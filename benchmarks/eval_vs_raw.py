@@ -57,7 +57,7 @@ WARMUP_QUERIES = 10
 EXCLUDED = [
     "loading and resolving the test set (eval.testset.load_testset, eval.relevance.resolve_testset)",
     "opening the index (Retriever construction: chunks, BM25, Chroma, embedding model)",
-    "MLflow logging (eval.mlflow_log.log_report)",
+    "MLflow logging (eval.tracking.runs.log_report)",
     (f"one-time warm-up (imports, multi-hop term index, first forward pass): an untimed evaluation of "
      f"{WARMUP_QUERIES} queries runs first"),
 ]
@@ -143,6 +143,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     """One evaluation with stage timers: exclusive seconds per stage, call counts, texts embedded."""
     import ragrig.eval.evaluate as evaluation
     import ragrig.eval.ragas_metrics as ragas_metrics
+    import ragrig.eval.report as report
     import ragrig.retrieval.search.retriever as pipeline
 
     clock = StageClock()
@@ -164,7 +165,7 @@ def instrumented(cfg: Any, ts: Any, retriever: Any, targets: Any) -> dict[str, A
     clock.wrap(retriever, "_entity_rows", "comparison entities")
     clock.wrap(pipeline, "multi_hop", "multi-hop: judge + placement")
     clock.wrap(evaluation, "score_results", "scoring: per-query rows")
-    clock.wrap(evaluation, "query_metrics", "scoring: metrics")
+    clock.wrap(report, "query_metrics", "scoring: metrics")
     clock.wrap(ragas_metrics, "ragas_scores", "ragas non-LLM metrics")
     hits0, misses0 = retriever.cache.hits, retriever.cache.misses
     gc_pauses: dict[int, list[float]] = defaultdict(list)  # generation -> pause seconds (inside the stages)

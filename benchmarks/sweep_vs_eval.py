@@ -29,9 +29,10 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 def main(argv: list[str]) -> int:
     from ragrig.configs.load import load_config
     from ragrig.eval.evaluate import evaluate
-    from ragrig.eval.mlflow_log import log_report
-    from ragrig.eval.sweep import expand, load_sweep, run_sweep
+    from ragrig.eval.sweep.run import run_sweep
+    from ragrig.eval.sweep.spec import expand, load_sweep
     from ragrig.eval.testset import load_testset
+    from ragrig.eval.tracking.runs import RunOptions, log_report
     from ragrig.retrieval.search.retriever import Retriever
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
     cfg = load_config(spec.base, [*spec.set, *extra])
     # warm the OS file cache and the MLflow schema once, outside both measurements
     Retriever(cfg)
-    from ragrig.eval.mlflow_log import ensure_experiment
+    from ragrig.eval.tracking.store import ensure_experiment
 
     ensure_experiment(cfg)
 
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
         cfg = load_config(spec.base, [*spec.set, *extra])
         ts = load_testset((spec.testsets or cfg.eval.testsets)[0])
         single = evaluate(cfg, ts, Retriever(cfg))
-        log_report(cfg, single, run_name="single evaluation")
+        log_report(cfg, single, RunOptions(run_name="single evaluation"))
         one_evals.append(time.perf_counter() - t0)
 
         t0 = time.perf_counter()

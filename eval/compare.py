@@ -1,15 +1,12 @@
 """Compare evaluation runs query by query: deltas, paired significance tests, wins/ties/losses, and the
 queries that flipped (a relevant chunk in the top k before and not after, or the other way round).
 
-Statistics are paired over the queries both runs answered:
-- a randomisation (sign-flip permutation) test on the per-query differences, exact when there are at
-  most 16 non-zero differences, else ``n_perm`` random sign vectors from a fixed seed;
-- a paired t-test (scipy), p = 1 when every difference is zero.
+Statistics (``eval.stats``) are paired over the queries both runs answered. The terminal rendering lives in
+``flows/render/compare.py``; this module returns data and Markdown.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,39 +14,8 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import InputError
-
-DEFAULT_METRICS = ("ndcg@10", "recall@10", "mrr@10", "precision@5")
-TIE = 1e-9
-
-
-def permutation_p(diffs: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
-    """Two-sided sign-flip randomisation test of mean(diffs) == 0."""
-    d = np.asarray(diffs, dtype=float)
-    d = d[np.abs(d) > TIE]
-    if d.size == 0:
-        return 1.0
-    observed = abs(d.mean())
-    if d.size <= 16:
-        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=d.size)))
-    else:
-        rng = np.random.default_rng(seed)
-        signs = rng.choice((-1.0, 1.0), size=(n_perm, d.size))
-    # zeros dropped above change every mean by the same factor, so the test is unchanged
-    means = np.abs((signs * d).mean(axis=1))
-    if d.size <= 16:
-        return float(np.mean(means >= observed - 1e-12))
-    return float((np.sum(means >= observed - 1e-12) + 1) / (n_perm + 1))
-
-
-def paired_t_p(a: np.ndarray, b: np.ndarray) -> float:
-    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    if d.size < 2 or np.all(np.abs(d) <= TIE):
-        return 1.0
-    if np.std(d, ddof=1) <= TIE:
-        return 0.0  # a constant non-zero difference: as significant as it gets
-    from scipy import stats
-
-    return float(stats.ttest_rel(b, a).pvalue)
+from ragrig.eval.metrics import COMPARED
+from ragrig.eval.stats import TIE, paired_t_p, permutation_p
 
 
 @dataclass
@@ -98,7 +64,7 @@ def first_relevant_rank(row: dict[str, Any]) -> int | None:
     return round(1 / v) if v > 0 else None
 
 
-def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...] = DEFAULT_METRICS, k: int = 10,
+def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...] = COMPARED, k: int = 10,
             n_perm: int = 10000, seed: int = 0, base_name: str = "A", cand_name: str = "B") -> Comparison:
     warnings: list[str] = []
     if base.get("testset_sha256") and cand.get("testset_sha256") and base["testset_sha256"] != cand["testset_sha256"]:
@@ -170,26 +136,29 @@ def _load_mlflow(ref: str, tracking_uri: str | None) -> tuple[str, dict[str, Any
                                   order_by=["start_time DESC"], max_results=1, output_format="list")
         run = runs[0] if runs else None
     if run is None:
-        raise InputError(f"{ref!r} is neither a file nor an MLflow run id or run name (store: {mlflow.get_tracking_uri()})")
+        raise InputError(f"{ref!r} is neither a file nor an MLflow run id or run name "
+                         f"(store: {mlflow.get_tracking_uri()})")
     try:
         local = client.download_artifacts(run.info.run_id, "report.json")
     except Exception:
-        raise InputError(f"MLflow run {run.info.run_id} has no report.json artifact (logged by an older ragrig?)") from None
+        raise InputError(f"MLflow run {run.info.run_id} has no report.json artifact "
+                         "(logged by an older ragrig?)") from None
     data = json.loads(Path(local).read_text(encoding="utf-8"))
     return run.info.run_name or run.info.run_id, data
 
 
-# ---- rendering --------------------------------------------------------------------------------------
-def _p(v: float) -> str:
+# ---- Markdown ---------------------------------------------------------------------------------------
+def format_p(v: float) -> str:
     return "<0.0001" if v < 1e-4 else f"{v:.4f}"
 
 
 def to_markdown(c: Comparison) -> str:
     lines = [f"### {c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", "",
-             "| metric | baseline | candidate | Δ | p (perm) | p (t) | W / T / L |", "|---|---:|---:|---:|---:|---:|---|"]
+             "| metric | baseline | candidate | Δ | p (perm) | p (t) | W / T / L |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     for m in c.metrics:
-        lines.append(f"| {m.metric} | {m.baseline:.4f} | {m.candidate:.4f} | {m.delta:+.4f} | {_p(m.p_permutation)} | "
-                     f"{_p(m.p_ttest)} | {m.wins} / {m.ties} / {m.losses} |")
+        lines.append(f"| {m.metric} | {m.baseline:.4f} | {m.candidate:.4f} | {m.delta:+.4f} | "
+                     f"{format_p(m.p_permutation)} | {format_p(m.p_ttest)} | {m.wins} / {m.ties} / {m.losses} |")
     if c.flips:
         lines += ["", f"**Flipped queries** (relevant chunk in the top {c.k})", "",
                   "| query | flip | first relevant rank before → after |", "|---|---|---|"]
@@ -198,24 +167,3 @@ def to_markdown(c: Comparison) -> str:
     for w in c.warnings:
         lines.append(f"\n> warning: {w}")
     return "\n".join(lines)
-
-
-def print_comparison(c: Comparison) -> None:
-    from ragrig.flows.report import console
-    from rich.table import Table
-
-    t = Table(title=f"{c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", title_justify="left")
-    for col in ("metric", "baseline", "candidate", "Δ", "p perm", "p t", "W/T/L"):
-        t.add_column(col, justify="left" if col == "metric" else "right", no_wrap=True)
-    for m in c.metrics:
-        color = "green" if m.delta > TIE else "red" if m.delta < -TIE else ""
-        delta = f"[{color}]{m.delta:+.4f}[/{color}]" if color else f"{m.delta:+.4f}"
-        t.add_row(m.metric, f"{m.baseline:.4f}", f"{m.candidate:.4f}", delta, _p(m.p_permutation), _p(m.p_ttest),
-                  f"{m.wins}/{m.ties}/{m.losses}")
-    console.print(t)
-    if c.flips:
-        print(f"flipped queries (relevant chunk in the top {c.k}):")
-        for f in c.flips:
-            print(f"  {f.direction:6s} {f.id}: first relevant rank {f.rank_before or '-'} -> {f.rank_after or '-'}")
-    for w in c.warnings:
-        print(f"warning: {w}")

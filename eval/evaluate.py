@@ -1,114 +1,106 @@
-"""Run a test set against a published index and compute per-query, per-tag and overall metrics.
-
-The report is one JSON-able dict: ``overall`` (keys like ``ndcg@10``), ``per_tag``,
-``per_query`` rows (metrics, latency, top hits, misses), ``latency_ms`` percentiles,
-and provenance (index version, model, test-set sha256).
+"""Evaluate test sets on the published index: ``evaluate_testsets`` is the one sequence every entry point runs
+(``ragrig eval``, the evaluate flow, ``ragrig gate``, each config of a sweep; ``ragrig.evaluate`` in the public
+API); ``evaluate`` scores one test set (repeats, latency percentiles, variance, ragas) into an ``EvalReport``.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-import numpy as np
+from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.eval.metrics import mean_metrics, query_metrics
+from ragrig.eval.metrics import HEADLINE
 from ragrig.eval.relevance import Target, resolve_testset
-from ragrig.eval.testset import TestSet
+from ragrig.eval.report import EvalReport, percentiles, score_results
+from ragrig.eval.testset import TestSet, load_testset
+from ragrig.eval.tracking.runs import RunOptions, log_report
+from ragrig.retrieval.documents import Document
 from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.ingest.pipeline import StageCall
 from ragrig.retrieval.results import RetrievalResult
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
-HEADLINE = ("ndcg@10", "recall@10", "mrr@10", "precision@5", "recall@100", "hit_rate@5")
+
+def call_directly(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """The stage runner without an orchestrator: call the step."""
+    return fn(*args)
 
 
-@dataclass
-class EvalReport:
-    testset: str
-    testset_path: str | None
-    testset_sha256: str | None
-    index_key: str
-    index_version: str
-    model_id: str
-    k_values: list[int]
-    overall: dict[str, float]
-    per_tag: dict[str, dict[str, float]]
-    per_query: list[dict[str, Any]]
-    latency_ms: dict[str, float]
-    repeats: int = 1
-    variance: dict[str, float] = field(default_factory=dict)
-    ragas: dict[str, float] = field(default_factory=dict)
-    label: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "testset": self.testset,
-            "testset_path": self.testset_path,
-            "testset_sha256": self.testset_sha256,
-            "index": {"key": self.index_key, "version": self.index_version, "model_id": self.model_id},
-            "k_values": self.k_values,
-            "overall": self.overall,
-            "per_tag": self.per_tag,
-            "latency_ms": self.latency_ms,
-            "repeats": self.repeats,
-            "variance": self.variance,
-            "ragas": self.ragas,
-            "per_query": self.per_query,
-        }
+def load_testsets(cfg: RagrigConfig, paths: Sequence[str | Path | TestSet] | None = None) -> list[TestSet]:
+    """Every test set (``paths``, default ``eval.testsets``; one already loaded is kept), each validated before
+    any work starts."""
+    items = list(paths or cfg.eval.testsets)
+    if not items:
+        raise InputError("no test set: pass --testset FILE or set eval.testsets")
+    return [p if isinstance(p, TestSet) else load_testset(p) for p in items]
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    arr = np.asarray(values, dtype=float)
-    return {
-        "p50": float(np.percentile(arr, 50)),
-        "p95": float(np.percentile(arr, 95)),
-        "p99": float(np.percentile(arr, 99)),
-        "mean": float(arr.mean()),
-        "max": float(arr.max()),
-    }
+def open_index(cfg: RagrigConfig) -> Retriever:
+    """The retriever over the current published version of ``cfg``'s index."""
+    return Retriever(cfg)
 
 
-def score_results(
-    ts: TestSet, targets: dict[str, list[Target]], results: dict[str, RetrievalResult], ks: list[int]
-) -> tuple[dict[str, float], dict[str, dict[str, float]], list[dict[str, Any]]]:
-    rows: list[dict[str, Any]] = []
-    by_tag: dict[str, list[dict[str, float]]] = {}
-    metric_rows: list[dict[str, float]] = []
-    for case in ts.cases:
-        res = results[case.id]
-        tg = targets[case.id]
-        m = query_metrics(res.ranked, tg, ks)
-        metric_rows.append(m)
-        for tag in case.tags or ["untagged"]:
-            by_tag.setdefault(tag, []).append(m)
-        top = []
-        for rank, h in enumerate(res.hits[: max(10, min(ks))], 1):
-            hit_keys = [t.key for t in tg if t.touches(h.doc_id, h.start, h.end)]
-            top.append({"rank": rank, "chunk_id": h.chunk_id, "header": h.header, "score": round(h.score, 6),
-                        "relevant": bool(hit_keys), "hop": h.hop})
-        rows.append({
-            "id": case.id,
-            "query": case.query,
-            "tags": case.tags,
-            "expected": [t.key for t in tg],
-            "missed@10": [t.key for t in tg if not any(
-                t.touches(h.doc_id, h.start, h.end) for h in res.hits[:10])],
-            "metrics": m,
-            "latency_ms": res.timings_ms.get("total", 0.0),
-            "normalized": res.normalized,
-            "expansions": res.expansions,
-            "top": top,
-        })
-    overall = mean_metrics(metric_rows)
-    per_tag = {t: {**mean_metrics(v), "n": float(len(v))} for t, v in sorted(by_tag.items())}
-    return overall, per_tag, rows
+def resolve_all(testsets: Sequence[TestSet], documents: dict[str, Document]) -> list[dict[str, list[Target]]]:
+    """Every expectation of every test set, resolved against one index version's documents."""
+    return [resolve_testset(ts, documents) for ts in testsets]
+
+
+def evaluate_testsets(
+    cfg: RagrigConfig,
+    testsets: Sequence[str | Path | TestSet] | None = None,
+    *,
+    retriever: Retriever | None = None,
+    targets: Sequence[dict[str, list[Target]]] | None = None,
+    repeats: int | None = None,
+    max_hops: int | None = None,
+    label: str = "",
+    log: RunOptions | None = RunOptions(),
+    stage: StageCall | None = None,
+    memo: CandidateMemo | None = None,
+) -> list[EvalReport]:
+    """Evaluate every test set on the current index version, then log each to MLflow; one report per test set::
+
+        reports = ragrig.evaluate(cfg, ["datasets/testsets/sample.yaml"])
+
+    1. ``testsets`` (paths or loaded test sets; none: ``eval.testsets``) are loaded and validated first;
+    2. the index is opened once (or ``retriever``: a sweep passes its own, with its candidate memo);
+    3. every expectation of every test set is resolved against that version before anything is logged (or
+       ``targets``: already resolved, one dict per test set, as a sweep does once per index);
+    4. per test set: retrieve and score (``repeats``, ``max_hops`` and ``label`` as ``evaluate`` takes them),
+       then, when ``cfg.mlflow.enabled`` and ``log`` is not None, log one MLflow run as ``log`` says and keep
+       its id on the report (``mlflow_run_id``). ``log=None`` never logs (the gate judges without logging).
+
+    ``stage(name, fn, *args)`` runs each step (default: call it); the Prefect flows pass
+    ``tasks.stages.run_stage``, so each step shows as a task while the sequence lives here only. ``memo``: the
+    candidates a sweep shares across the configs it evaluates over one index version."""
+    call = stage or call_directly
+    if not testsets or not all(isinstance(t, TestSet) for t in testsets):
+        sets: list[TestSet] = call("load-testsets", load_testsets, cfg, testsets)
+    else:
+        sets = list(testsets)
+    if retriever is None:
+        retriever = call("open-index", open_index, cfg)
+    if targets is None:
+        targets = call("resolve-expectations", resolve_all, sets, retriever.version.documents_by_id)
+    logging = log is not None and cfg.mlflow.enabled
+    reports = []
+    for ts, tg in zip(sets, targets, strict=True):
+        report = call("retrieve-and-score", _score, cfg, ts, retriever, tg, repeats, max_hops, label, memo)
+        if logging:
+            report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)
+        reports.append(report)
+    return reports
+
+
+def _score(cfg: RagrigConfig, ts: TestSet, retriever: Retriever, targets: dict[str, list[Target]],
+           repeats: int | None, max_hops: int | None, label: str, memo: CandidateMemo | None) -> EvalReport:
+    """``evaluate`` with positional arguments (what a stage passes)."""
+    return evaluate(cfg, ts, retriever, repeats=repeats, max_hops=max_hops, label=label, targets=targets, memo=memo)
 
 
 def evaluate(
@@ -126,7 +118,7 @@ def evaluate(
     """Evaluate ``ts`` on the current index for ``cfg``. ``search`` defaults to batched hybrid retrieval.
     ``targets``: the test set already resolved against this index version (sweeps resolve once per index).
     ``memo``: candidates shared with other evaluations over the same index version (sweeps)."""
-    retriever = retriever or Retriever(cfg)
+    retriever = retriever or open_index(cfg)
     ks = cfg.eval.k_values
     depth = max(max(ks), cfg.retrieval.top_k)
     if targets is None:

@@ -5,6 +5,8 @@ Per metric: no drop -> PASS; a drop within ``max_drop`` -> WARN; a larger drop t
 permutation test does not find significant at ``alpha`` -> WARN (noise is not a reason to block); a
 larger, significant drop -> BLOCK. A ``must_pass`` case that had a relevant chunk in the top k in the
 baseline and has none in the candidate -> BLOCK.
+
+Outputs are Markdown and JUnit XML strings; the terminal rendering lives in ``flows/render/gate.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragrig.configs.errors import InputError
+from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
-from ragrig.eval.compare import Comparison, compare
+from ragrig.eval.compare import Comparison, compare, load_run
+from ragrig.eval.metrics import GATED
+from ragrig.eval.tracking.store import tracking_uri
 
 PASS, WARN, BLOCK = "PASS", "WARN", "BLOCK"
 ORDER = {PASS: 0, WARN: 1, BLOCK: 2}
@@ -33,7 +38,7 @@ class MetricRule(BaseModel):
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
     metrics: dict[str, MetricRule] = Field(
-        default_factory=lambda: {"ndcg@10": MetricRule(), "recall@10": MetricRule(), "mrr@10": MetricRule()}
+        default_factory=lambda: {m: MetricRule() for m in GATED}
     )
     must_pass: list[str] = Field(default_factory=list)
     k: int = Field(10, ge=1)
@@ -86,9 +91,11 @@ def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateRes
         elif drop <= rule.max_drop:
             v, why = WARN, f"dropped {drop:.4f}, within the allowed {rule.max_drop:.4f}"
         elif m.p_permutation >= rule.alpha:
-            v, why = WARN, f"dropped {drop:.4f} (> {rule.max_drop:.4f}) but not significant (p={m.p_permutation:.4f} >= {rule.alpha})"
+            v, why = WARN, (f"dropped {drop:.4f} (> {rule.max_drop:.4f}) but not significant "
+                            f"(p={m.p_permutation:.4f} >= {rule.alpha})")
         else:
-            v, why = BLOCK, f"dropped {drop:.4f} (> {rule.max_drop:.4f}), significant (p={m.p_permutation:.4f} < {rule.alpha})"
+            v, why = BLOCK, (f"dropped {drop:.4f} (> {rule.max_drop:.4f}), significant "
+                             f"(p={m.p_permutation:.4f} < {rule.alpha})")
         checks.append(Check(m.metric, v, why, m.baseline, m.candidate, m.delta, m.p_permutation))
     base_rows = {r["id"]: r for r in base["per_query"]}
     cand_rows = {r["id"]: r for r in cand["per_query"]}
@@ -103,7 +110,8 @@ def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateRes
         elif before:
             checks.append(Check(f"must-pass: {cid}", BLOCK, f"lost its relevant chunk from the top {policy.k}"))
         else:
-            checks.append(Check(f"must-pass: {cid}", WARN, f"had no relevant chunk in the top {policy.k} in the baseline either"))
+            checks.append(Check(f"must-pass: {cid}", WARN,
+                                f"had no relevant chunk in the top {policy.k} in the baseline either"))
     verdict = max((c.verdict for c in checks), key=ORDER.__getitem__, default=PASS)
     return GateResult(str(cand.get("testset", base.get("testset", ""))), verdict, checks, cmp.to_dict(),
                       [asdict(f) for f in cmp.flips])
@@ -111,6 +119,20 @@ def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateRes
 
 def overall(results: list[GateResult]) -> str:
     return max((r.verdict for r in results), key=ORDER.__getitem__, default=PASS)
+
+
+def judge_all(baselines: dict[str, dict[str, Any]], reports: list[dict[str, Any]], policy: Policy) -> list[GateResult]:
+    """Each candidate report against the baseline run of its test set (a single baseline run judges a single
+    report whatever its test set is called)."""
+    results = []
+    for rep in reports:
+        base = baselines.get(rep["testset"])
+        if base is None and len(baselines) == 1 and len(reports) == 1:
+            base = next(iter(baselines.values()))
+        if base is None:
+            raise InputError(f"the baseline has no run for test set '{rep['testset']}' (it has: {sorted(baselines)})")
+        results.append(judge(base, rep, policy))
+    return results
 
 
 # ---- baselines ------------------------------------------------------------------------------------
@@ -125,6 +147,15 @@ def baseline_payload(reports: list[dict[str, Any]]) -> dict[str, Any]:
                      "per_query": [{"id": q["id"], "query": q["query"], "tags": q["tags"], "metrics": q["metrics"]}
                                    for q in r["per_query"]]})
     return {"kind": "ragrig-baseline", "version": 1, "runs": runs}
+
+
+def load_baselines(ref: str, cfg: RagrigConfig) -> dict[str, dict[str, Any]]:
+    """Baseline reports by test-set name from ``--baseline``: a JSON file (``load_baseline``), or an MLflow run
+    id or name in ``cfg``'s store (``eval.compare.load_run``)."""
+    if Path(ref).exists() or ref.endswith(".json"):
+        return load_baseline(ref)
+    b = load_run(ref, tracking_uri(cfg))[1]
+    return {b["testset"]: b}
 
 
 def load_baseline(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -150,8 +181,8 @@ def to_markdown(results: list[GateResult]) -> str:
     icon = {PASS: "✅ PASS", WARN: "⚠️ WARN", BLOCK: "⛔ BLOCK"}
     lines = [f"## Retrieval gate: {icon[overall(results)]}", ""]
     for r in results:
-        lines += [f"### {r.testset}: {icon[r.verdict]}", "", "| check | baseline | candidate | Δ | p | verdict | reason |",
-                  "|---|---:|---:|---:|---:|---|---|"]
+        lines += [f"### {r.testset}: {icon[r.verdict]}", "",
+                  "| check | baseline | candidate | Δ | p | verdict | reason |", "|---|---:|---:|---:|---:|---|---|"]
         for c in r.checks:
             def f(v: float | None, signed: bool = False) -> str:
                 return "" if v is None else (f"{v:+.4f}" if signed else f"{v:.4f}")
@@ -161,7 +192,8 @@ def to_markdown(results: list[GateResult]) -> str:
         if r.flips:
             lines += ["", "| flipped query | direction | first relevant rank before → after |", "|---|---|---|"]
             for fl in r.flips:
-                lines.append(f"| {fl['id']} | {fl['direction']} | {fl['rank_before'] or '–'} → {fl['rank_after'] or '–'} |")
+                lines.append(f"| {fl['id']} | {fl['direction']} | "
+                             f"{fl['rank_before'] or '–'} → {fl['rank_after'] or '–'} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -187,27 +219,3 @@ def to_junit(results: list[GateResult]) -> str:
     suites.set("tests", str(total))
     suites.set("failures", str(fails))
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
-
-
-def print_gate(results: list[GateResult]) -> None:
-    from ragrig.flows.report import console
-    from rich.table import Table
-
-    style = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
-    for r in results:
-        t = Table(title=f"ragrig gate: {r.testset} → [{style[r.verdict]}]{r.verdict}[/{style[r.verdict]}]",
-                  title_justify="left")
-        for col in ("check", "baseline", "candidate", "Δ", "p (perm)", "verdict"):
-            t.add_column(col, no_wrap=True, justify="left" if col in ("check", "verdict") else "right")
-        for c in r.checks:
-            t.add_row(c.name, "" if c.baseline is None else f"{c.baseline:.4f}",
-                      "" if c.candidate is None else f"{c.candidate:.4f}",
-                      "" if c.delta is None else f"{c.delta:+.4f}", "" if c.p is None else f"{c.p:.4f}",
-                      f"[{style[c.verdict]}]{c.verdict}[/{style[c.verdict]}]")
-        console.print(t)
-        for c in r.checks:
-            if c.verdict != PASS:
-                print(f"  {c.verdict}: {c.name}: {c.reason}")
-        for fl in r.flips:
-            print(f"  {fl['direction']:6s} {fl['id']}: first relevant rank {fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
-    print(f"verdict: {overall(results)}")

@@ -15,10 +15,26 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ragrig.eval.relevance import Target
+if TYPE_CHECKING:  # only for annotations: the CLI reads the metric lists below without loading test-set code
+    from ragrig.eval.relevance import Target
 
 METRICS = ("precision", "recall", "hit_rate", "mrr", "map", "ndcg")
+
+HEADLINE = ("ndcg@10", "recall@10", "mrr@10", "precision@5", "hit_rate@5", "recall@100")
+"""The metrics a report leads with, in display order (the eval table's columns, the variance across repeats).
+Every shorter list below is a named selection from it, so the order is the same wherever they appear."""
+GATED = HEADLINE[:3]
+"""What the gate checks when its policy names no metrics: ranking quality at 10."""
+COMPARED = HEADLINE[:4]
+"""``ragrig compare``'s default metrics, and the per-query columns of an MLflow run (per_query.csv)."""
+PER_TAG = (*GATED, "hit_rate@5")
+"""Logged to MLflow per tag (``tag.<tag>.ndcg_at_10``)."""
+SWEEP_SUMMARY = (*GATED, "recall@100")
+"""The columns of a sweep's summary table (Markdown artifact and terminal)."""
+PLOTTED = HEADLINE[:2]
+"""Drawn in the sweep's per-parameter plots."""
 
 
 @lru_cache(maxsize=64)

@@ -1,4 +1,6 @@
-"""The ``evaluate`` Prefect flow: open the published index, run every test set, log each to MLflow."""
+"""The ``evaluate`` Prefect flow: ``eval.evaluate.evaluate_testsets`` with each step as a task (load the test
+sets, open the index, resolve the expectations, then retrieve-and-score and log-mlflow per test set), and a
+Markdown artifact per report. Triggered by the ingest flow's ``ragrig.index.published`` event (prefect.yaml)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ from typing import Any
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
-from ragrig.configs.errors import InputError
-from ragrig.configs.load import load_config
-from ragrig.flows.report import eval_markdown
-from ragrig.tasks.evaluate import evaluate_task, load_testset_task, log_mlflow_task, open_retriever_task
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.evaluate import evaluate_testsets
+from ragrig.eval.tracking.runs import RunOptions
+from ragrig.flows.params import flow_config
+from ragrig.flows.render.evaluation import eval_markdown
+from ragrig.tasks.stages import run_stage
 
 
 @flow(name="evaluate", log_prints=False)
@@ -20,27 +24,17 @@ def evaluate_flow(
     repeats: int | None = None,
     run_name: str | None = None,
     max_hops: int | None = None,
+    config: RagrigConfig | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluate the current index version on the config's test sets (or ``testsets``)."""
-    if config_path in ("", "None"):  # an event payload without a config path
-        config_path = None
-    if isinstance(overrides, str):  # a templated trigger parameter arrives as text
-        import json
-
-        overrides = json.loads(overrides) if overrides.strip() else []
-    cfg = load_config(config_path, overrides)
-    paths = testsets or cfg.eval.testsets
-    if not paths:
-        raise InputError("no test set: pass --testset FILE or set eval.testsets in the config")
-    retriever = open_retriever_task(cfg)
+    """Evaluate the current index version on the config's test sets (or ``testsets``). ``config``: already
+    loaded (the CLI's); else loaded from ``config_path`` and ``overrides`` (deployments)."""
+    cfg = flow_config(config, config_path, overrides)
+    reports = evaluate_testsets(cfg, testsets or None, repeats=repeats, max_hops=max_hops,
+                                log=RunOptions(run_name=run_name), stage=run_stage)
     out = []
-    for path in paths:
-        ts = load_testset_task(path)
-        report = evaluate_task(cfg, ts, retriever, repeats, max_hops)
+    for report in reports:
         result = report.to_dict()
-        if cfg.mlflow.enabled:
-            result["mlflow_run_id"] = log_mlflow_task(cfg, report, run_name)
-        create_markdown_artifact(key=f"eval-{ts.name}".lower().replace("_", "-")[:60], markdown=eval_markdown(result),
-                                 description=f"ragrig evaluation of {ts.name}")
+        create_markdown_artifact(key=f"eval-{report.testset}".lower().replace("_", "-")[:60],
+                                 markdown=eval_markdown(result), description=f"ragrig evaluation of {report.testset}")
         out.append(result)
     return out

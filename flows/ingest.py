@@ -12,12 +12,13 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.events import emit_event
-from ragrig.configs.load import load_config
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.report import ingest_markdown
+from ragrig.flows.params import flow_config
+from ragrig.flows.render.ingest import ingest_markdown
 from ragrig.flows.runners import task_runner_for
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
-from ragrig.tasks.ingest import map_extract, run_stage
+from ragrig.tasks.ingest import map_extract
+from ragrig.tasks.stages import run_stage
 
 PUBLISHED_EVENT = "ragrig.index.published"
 
@@ -34,9 +35,12 @@ def ingest_flow(
     force: bool = False,
     progress: bool = True,
     wait_s: float = 0.0,
+    config: RagrigConfig | None = None,
 ) -> dict[str, Any]:
-    """Ingest the configured corpus into a new index version (incremental unless ``force``)."""
-    cfg = load_config(config_path, overrides)
+    """Ingest the configured corpus into a new index version (incremental unless ``force``). ``config``: already
+    loaded (the CLI's); else loaded from ``config_path`` and ``overrides``, which the published event carries
+    either way (the evaluate deployment it triggers loads the config from them)."""
+    cfg = flow_config(config, config_path, overrides)
     stats = _ingest(cfg, force=force, progress=progress, wait_s=wait_s)
     logger = get_run_logger()
     logger.info(
@@ -48,7 +52,8 @@ def ingest_flow(
     if stats["published"]:
         emit_event(
             event=PUBLISHED_EVENT,
-            resource={"prefect.resource.id": f"ragrig.index.{stats['index_key']}", "ragrig.version": str(stats["version"])},
+            resource={"prefect.resource.id": f"ragrig.index.{stats['index_key']}",
+                      "ragrig.version": str(stats["version"])},
             payload={
                 "config_path": config_path or "",
                 "overrides": list(overrides or []),
@@ -60,11 +65,13 @@ def ingest_flow(
 
 
 def run_ingest(
-    cfg_path: str | None, overrides: list[str], *, force: bool = False, progress: bool = True, wait_s: float = 0.0
+    cfg: RagrigConfig, config_path: str | None = None, overrides: list[str] | None = None, *, force: bool = False,
+    progress: bool = True, wait_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Run the flow with the task runner the config asks for."""
-    cfg = load_config(cfg_path, overrides)  # validate before Prefect starts (fast, clear errors)
+    """Run the flow on the loaded ``cfg`` with the task runner it asks for (``config_path`` and ``overrides``:
+    where it came from, for the published event)."""
     runner = task_runner_for(cfg)
     return ingest_flow.with_options(task_runner=runner)(
-        config_path=cfg_path, overrides=overrides, force=force, progress=progress, wait_s=wait_s
+        config_path=config_path, overrides=list(overrides or []), force=force, progress=progress, wait_s=wait_s,
+        config=cfg,
     )

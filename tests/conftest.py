@@ -90,3 +90,27 @@ def _write_files(root: Path, files: dict[str, str | bytes]) -> Path:
 def write_files():
     """``write_files(root, {relative path: text or bytes})`` writes the files below root and returns root."""
     return _write_files
+
+
+@pytest.fixture
+def make_report():
+    """Factory: ``make_report(testset="tiny", ndcg=1.0, **fields)`` -> an EvalReport with one query row, built by
+    hand (no index needed), for code that renders, logs, compares or gates reports."""
+    from ragrig.eval.report import EvalReport
+
+    def _make(testset: str = "tiny", ndcg: float = 1.0, **fields: Any) -> EvalReport:
+        metrics = {"ndcg@10": ndcg, "recall@10": 1.0, "mrr@10": 1.0, "precision@5": 0.2, "hit_rate@5": 1.0,
+                   "recall@100": 1.0, "hit_rate@10": 1.0 if ndcg > 0 else 0.0, "mrr@100": 1.0}
+        row = {"id": "q1", "query": "what does lethal do", "tags": ["rules"], "expected": ["a.md#lethal"],
+               "missed@10": [], "metrics": metrics, "latency_ms": 1.5, "normalized": "what does lethal do",
+               "expansions": [], "top": [{"rank": 1, "chunk_id": "a.md#0", "header": "Lethal", "score": 1.0,
+                                          "relevant": True, "hop": 0}]}
+        values: dict[str, Any] = {
+            "testset": testset, "testset_path": None, "testset_sha256": "abc", "index_key": "k",
+            "index_version": "v000001", "model_id": "m", "k_values": [5, 10, 100], "overall": dict(metrics),
+            "per_tag": {"rules": {**metrics, "n": 1.0}}, "per_query": [row], "latency_ms": {"p50": 1.5, "p95": 1.5},
+            **fields,
+        }
+        return EvalReport(**values)
+
+    return _make

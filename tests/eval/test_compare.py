@@ -1,52 +1,12 @@
-"""Paired comparison statistics on hand-computed cases (and scipy where it applies)."""
+"""Comparing two runs query by query on hand-built runs: deltas, wins/ties/losses, flips, Markdown, loading."""
 
 from __future__ import annotations
 
 import json
-import math
 
-import numpy as np
 import pytest
 from ragrig.configs.errors import InputError
-from ragrig.eval.compare import compare, first_relevant_rank, load_run, paired_t_p, permutation_p, to_markdown
-
-
-@pytest.mark.parametrize(
-    "diffs, expected",
-    [
-        ([1, 2, 3], 2 / 8),  # sign sums 6,4,2,0,0,-2,-4,-6: |sum| >= 6 in 2 of 8
-        ([0.5, 0.5, 0.5, 0.5], 2 / 16),  # only all-plus and all-minus reach |mean| 0.5
-        ([1, -1], 1.0),  # observed mean 0: every sign vector is as extreme
-        ([0, 0, 0], 1.0),  # no difference at all
-        ([0, 1, 2, 3, 0], 2 / 8),  # zeros do not change the test
-    ],
-)
-def test_exact_permutation_p(diffs, expected):
-    assert permutation_p(np.array(diffs, dtype=float)) == pytest.approx(expected)
-
-
-def test_sampled_permutation_p_is_seeded_and_close_to_exact_logic():
-    rng = np.random.default_rng(1)
-    d = rng.normal(0.05, 0.2, size=40)
-    p1, p2 = permutation_p(d, 5000, seed=3), permutation_p(d, 5000, seed=3)
-    assert p1 == p2  # fixed seed -> same p
-    assert 0 < p1 <= 1
-    # 30 equal positive differences: no random sign vector (short of all-plus/all-minus, odds 2^-29) is
-    # as extreme, so p = (0 + 1) / (2000 + 1)
-    assert permutation_p(np.full(30, 0.1), 2000) == pytest.approx(1 / 2001)
-
-
-def test_paired_t_matches_scipy_and_hand_value():
-    from scipy import stats
-
-    a, b = np.zeros(3), np.array([1.0, 2.0, 3.0])
-    # d = 1,2,3: mean 2, sd 1, t = 2 / (1/sqrt 3) = 3.4641, df 2
-    t = 2 / (1 / math.sqrt(3))
-    assert paired_t_p(a, b) == pytest.approx(2 * stats.t.sf(t, 2))
-    rng = np.random.default_rng(0)
-    x, y = rng.random(50), rng.random(50)
-    assert paired_t_p(x, y) == pytest.approx(stats.ttest_rel(y, x).pvalue)
-    assert paired_t_p(x, x) == 1.0
+from ragrig.eval.compare import compare, first_relevant_rank, load_run, to_markdown
 
 
 def row(qid, ndcg, hit, mrr100):
@@ -67,7 +27,8 @@ def test_compare_deltas_wins_ties_losses_and_flips():
     assert (m.wins, m.ties, m.losses) == (2, 1, 1)
     # diffs 0, -0.5, 0.6, 0.1 -> exact test over the 3 non-zero ones: |sum| >= 0.2 for 6 of 8 sign vectors
     assert m.p_permutation == pytest.approx(6 / 8)
-    assert [(f.id, f.direction, f.rank_before, f.rank_after) for f in c.flips] == [("b", "lost", 2, 12), ("c", "gained", 20, 2)]
+    assert [(f.id, f.direction, f.rank_before, f.rank_after) for f in c.flips] == [
+        ("b", "lost", 2, 12), ("c", "gained", 20, 2)]
     md = to_markdown(c)
     assert "| ndcg@10 | 0.4500 | 0.5000 | +0.0500 |" in md and "| b | lost | 2 → 12 |" in md
 

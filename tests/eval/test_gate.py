@@ -1,5 +1,5 @@
-"""The regression gate: verdict rules on hand-built runs, policy validation, JUnit XML against the schema,
-Markdown as a table, and the CLI's exit codes."""
+"""The regression gate: verdict rules on hand-built runs, policy validation, matching reports to baselines,
+JUnit XML against the schema, and Markdown as a table. The CLI's exit codes: tests/flows/cli/test_cli_gate.py."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from ragrig.eval.gate import (
     Policy,
     baseline_payload,
     judge,
+    judge_all,
+    load_baselines,
     load_policy,
     to_junit,
     to_markdown,
 )
-from ragrig.flows.cli import main
 
 XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit-10.xsd"
 
@@ -116,19 +117,23 @@ def test_markdown_renders_as_a_table():
     assert "<table>" in html and "<th>check</th>" in html and "<td>ndcg@10</td>" in html and "BLOCK" in html
 
 
-def test_cli_exit_codes_and_update_baseline(tmp_path):
-    base, good, bad = tmp_path / "base.json", tmp_path / "good.json", tmp_path / "bad.json"
-    base.write_text(json.dumps(baseline_payload([{**run([0.8] * 20), "per_tag": {}, "overall": {}}])))
-    good.write_text(json.dumps(run([0.8] * 20)))
-    bad.write_text(json.dumps(run([0.3] * 20)))
-    junit, md, out = tmp_path / "g.xml", tmp_path / "g.md", tmp_path / "g.json"
-    args = ["gate", "--baseline", str(base), "--set", "mlflow.enabled=false"]
-    assert main([*args, "--candidate", str(good)]) == 0
-    assert main([*args, "--candidate", str(bad), "--junit", str(junit), "--markdown", str(md), "--output-json", str(out)]) == 1
-    assert json.loads(out.read_text())["verdict"] == BLOCK and junit.read_text().startswith("<?xml") and "BLOCK" in md.read_text()
-    assert main(["gate", "--baseline", str(tmp_path / "missing.json"), "--candidate", str(good)]) == 2
-    (tmp_path / "p.yaml").write_text("bogus: 1\n")
-    assert main([*args, "--candidate", str(good), "--policy", str(tmp_path / "p.yaml")]) == 2
-    new = tmp_path / "new.json"
-    assert main(["gate", "--baseline", str(new), "--candidate", str(good), "--update-baseline"]) == 0
-    assert json.loads(new.read_text())["kind"] == "ragrig-baseline"
+def test_each_report_is_judged_against_the_baseline_of_its_test_set():
+    baselines = {"a": run([0.8] * 20, name="a"), "b": run([0.5] * 20, name="b")}
+    results = judge_all(baselines, [run([0.5] * 20, name="b"), run([0.3] * 20, name="a")], POLICY)
+    assert [(r.testset, r.verdict) for r in results] == [("b", PASS), ("a", BLOCK)]
+    # one baseline run and one report: judged against each other whatever the test sets are called
+    [r] = judge_all({"old-name": run([0.5] * 20, name="old-name")}, [run([0.5] * 20, name="new-name")], POLICY)
+    assert r.verdict == PASS
+    with pytest.raises(InputError, match=r"the baseline has no run for test set 'c' \(it has: \['a', 'b'\]\)"):
+        judge_all(baselines, [run([0.5] * 20, name="c")], POLICY)
+
+
+def test_baselines_from_a_file_by_test_set(tmp_path, make_config):
+    p = tmp_path / "base.json"
+    p.write_text(json.dumps(baseline_payload([{**run([0.8] * 3, name="a"), "per_tag": {}, "overall": {}},
+                                              {**run([0.5] * 3, name="b"), "per_tag": {}, "overall": {}}])))
+    (tmp_path / "corpus").mkdir()
+    got = load_baselines(str(p), make_config())
+    assert sorted(got) == ["a", "b"] and [q["metrics"]["ndcg@10"] for q in got["b"]["per_query"]] == [0.5] * 3
+    with pytest.raises(InputError, match="file not found"):
+        load_baselines(str(tmp_path / "missing.json"), make_config())

@@ -112,8 +112,9 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
 ):
     from mlflow.tracking import MlflowClient
     from ragrig.eval.evaluate import evaluate
-    from ragrig.eval.mlflow_log import log_report, tracking_uri
     from ragrig.eval.testset import load_testset
+    from ragrig.eval.tracking.runs import RunOptions, log_report
+    from ragrig.eval.tracking.store import tracking_uri
     from ragrig.retrieval.search.retriever import Retriever
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -137,7 +138,7 @@ def test_evaluate_and_log_to_mlflow_without_leaking_secrets(
     assert report.overall["ndcg@10"] == pytest.approx(mean)
     assert set(report.latency_ms) == {"p50", "p95", "p99", "mean", "max"}
 
-    run_id = log_report(cfg, report, run_name="tiny")
+    run_id = log_report(cfg, report, RunOptions(run_name="tiny"))
     uri = tracking_uri(cfg)
     assert uri == f"sqlite:///{ragrig_home.resolve() / 'mlflow' / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -231,6 +232,42 @@ def test_cli_run_ingests_evaluates_and_reports(corpus, testset, tmp_path, capsys
     assert report["testset"] == "tiny-rules" and report["index"]["version"] == "v000001"
     assert {r["id"] for r in report["per_query"]} == {"accurate", "dash", "secret-miss"}
     printed = capsys.readouterr().out
-    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed and "mlflow ui --backend-store-uri" in printed
+    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed
+    assert "mlflow ui --backend-store-uri" in printed
     assert main(args) == 0  # second run: nothing changed, same version evaluated again
     assert json.loads(out.read_text())["index"]["version"] == "v000001"
+
+
+def test_evaluate_flow_on_a_loaded_config_runs_each_step_as_a_task(prefect_api, corpus, testset, make_config,
+                                                                    embedder, monkeypatch):
+    import ragrig.flows.evaluate as flow_module
+    import ragrig.flows.params as params
+    from mlflow.tracking import MlflowClient
+    from ragrig.flows.evaluate import evaluate_flow
+
+    cfg = make_config(corpus, *SETS)
+    ingest(cfg, embedder)
+    monkeypatch.setattr(params, "load_config", lambda *a: pytest.fail("the flow loaded the config again"))
+    stages = []  # the steps the flow ran as tasks (the task wrapper, recorded; the API records them asynchronously)
+    real = flow_module.run_stage
+    monkeypatch.setattr(flow_module, "run_stage", lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
+    state = evaluate_flow(config=cfg, testsets=[str(testset)], run_name="from-the-flow", return_state=True)
+    assert state.is_completed()
+    [result] = state.result()
+    assert MlflowClient().get_run(result["mlflow_run_id"]).info.run_name == "from-the-flow"
+    assert stages == ["load-testsets", "open-index", "resolve-expectations", "retrieve-and-score", "log-mlflow"]
+
+
+def test_cli_run_through_prefect_loads_the_config_once(prefect_api, corpus, testset, tmp_path, capsys, monkeypatch):
+    """`ragrig run` as `make run` calls it (Prefect flows): the flows get the CLI's config, not a path to reload."""
+    import ragrig.flows.params as params
+
+    monkeypatch.setattr(params, "load_config", lambda *a: pytest.fail("a flow loaded the config again"))
+    out = tmp_path / "run.json"
+    args = ["run", "--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null",
+            "--set", f"eval.testsets=[{testset}]", "--set", "mlflow.enabled=false", "--output-json", str(out)]
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["testset"] == "tiny-rules" and report["index"]["version"] == "v000001"
+    printed = capsys.readouterr().out
+    assert "ragrig ingest" in printed and "ragrig eval: tiny-rules" in printed

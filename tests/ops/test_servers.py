@@ -72,7 +72,7 @@ def test_dask_runner_builds_the_same_index_as_threads(tmp_path, write_files):
         from prefect.testing.utilities import prefect_test_harness
 
         with prefect_test_harness():
-            stats = run_ingest(None, over, progress=False)
+            stats = run_ingest(load_config(None, over), None, over, progress=False)
         assert stats["published"]
         v = IndexVersion.current(load_config(None, over))
         got = v.collection().get(include=["embeddings"])

@@ -1,14 +1,17 @@
-"""Sweeps: spec validation and expansion, and a small end-to-end sweep that shares its index, its
-embeddings across chunking levels, and its candidates across fusion variants."""
+"""A small end-to-end sweep that shares its index, its embeddings across chunking levels, and its candidates
+across fusion variants, and evaluates every (config, test set) through ``evaluate_testsets``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from ragrig.configs.errors import InputError
-from ragrig.eval.sweep import expand, load_sweep, resolve, run_sweep
+from ragrig.eval.sweep.run import run_sweep
+from ragrig.eval.sweep.spec import load_sweep
 
 CORPUS = {
-    "rules.md": "# Rules\n\n## Movement\n\nAn operative moves six inches.\n\n### Climbing\n\nClimbing costs two inches.\n\n"
+    "rules.md": "# Rules\n\n## Movement\n\nAn operative moves six inches.\n\n"
+                "### Climbing\n\nClimbing costs two inches.\n\n"
                 "## Shooting\n\nRoll attack dice.\n\n### Cover\n\nCover gives a save.\n",
     "weapons.md": "# Weapons\n\n## Lethal x+\n\nCritical on x+.\n\n## Piercing x\n\nThe defender loses x dice.\n",
 }
@@ -23,52 +26,24 @@ cases:
 """
 
 
-def write_sweep(tmp_path, body: str):
+def write_sweep(tmp_path: Path, body: str) -> Path:
     p = tmp_path / "sweep.yaml"
     p.write_text(body)
     return p
 
 
-def test_expand_grid_then_explicit_configs_without_duplicates(tmp_path):
-    spec = load_sweep(write_sweep(tmp_path, """name: s
-grid:
-  retrieval.fusion.rrf_k: [10, 60]
-  retrieval.fusion.method: [rrf]
-configs:
-  - {retrieval.fusion.method: weighted}
-  - {retrieval.fusion.rrf_k: 10, retrieval.fusion.method: rrf}
-"""))
-    got = expand(spec)
-    assert [ov for _, ov in got] == [
-        {"retrieval.fusion.rrf_k": 10, "retrieval.fusion.method": "rrf"},
-        {"retrieval.fusion.rrf_k": 60, "retrieval.fusion.method": "rrf"},
-        {"retrieval.fusion.method": "weighted"},
-    ]
-    assert got[0][0] == "rrf_k=10, method=rrf"
-
-
-@pytest.mark.parametrize(
-    "body, message",
-    [
-        ("name: s\n", "needs a 'grid' and/or a list of 'configs'"),
-        ("name: s\ngrid: {retrieval.top_k: []}\n", "non-empty list"),
-        ("name: s\ngrid: {retrieval.top_k: [5]}\nbogus: 1\n", "sweep.yaml:3: bogus: unknown key"),
-        ("name: bad name\ngrid: {retrieval.top_k: [5]}\n", "name"),
-    ],
-)
-def test_bad_sweep_files_name_file_line_and_key(tmp_path, body, message):
-    with pytest.raises(InputError, match=message):
-        load_sweep(write_sweep(tmp_path, body))
-
-
-def test_a_bad_value_fails_before_any_work_naming_the_config(tmp_path):
-    spec = load_sweep(write_sweep(tmp_path, "name: s\ngrid: {chunking.max_header_level: [3, 9]}\n"))
-    with pytest.raises(InputError, match=r"(?s)sweep config 'max_header_level=9'.*chunking.max_header_level"):
-        resolve(spec)
-
-
 @pytest.mark.slow
-def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files):
+def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files, monkeypatch):
+    import ragrig.eval.sweep.run as sweep_run
+
+    calls = []
+    real = sweep_run.evaluate_testsets
+
+    def spy(cfg, testsets, **kw):
+        calls.append((cfg.retrieval.fusion.method, [t.name for t in testsets], kw))
+        return real(cfg, testsets, **kw)
+
+    monkeypatch.setattr(sweep_run, "evaluate_testsets", spy)
     corpus = write_files(tmp_path / "corpus", CORPUS)
     (tmp_path / "ts.yaml").write_text(TESTSET)
     spec = load_sweep(write_sweep(tmp_path, f"""name: tiny-sweep
@@ -79,6 +54,14 @@ grid:
 """))
     result = run_sweep(spec, progress=False)
     assert len(result.rows) == 4 and {r.testset for r in result.rows} == {"tiny"}
+    # every (config, test set) went through the one evaluate-and-log function, on its index's shared retriever
+    # and resolved test set, logged as a child of the sweep's parent run
+    assert [(method, names) for method, names, _ in calls] == [("rrf", ["tiny"]), ("weighted", ["tiny"])] * 2
+    retrievers = [kw["retriever"] for _, _, kw in calls]
+    assert retrievers[0] is retrievers[1] and retrievers[2] is retrievers[3] and retrievers[0] is not retrievers[2]
+    assert calls[0][2]["targets"][0] is calls[1][2]["targets"][0]
+    assert [kw["label"] for _, _, kw in calls] == [r.label for r in result.rows]
+    assert {kw["log"].run_name for _, _, kw in calls} == {f"tiny-sweep: {r.label}" for r in result.rows}
     assert len(result.indexes) == 2 and len({r.index_key for r in result.rows}) == 2  # one index per level
     # embedded across both indexes == distinct chunk texts across both: nothing embedded twice
     assert sum(ix.embedded for ix in result.indexes) == result.indexes[-1].distinct_texts

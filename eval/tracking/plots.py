@@ -8,7 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from ragrig.eval.evaluate import EvalReport  # noqa: E402
+from ragrig.eval.report import EvalReport  # noqa: E402
 
 
 def recall_ndcg_png(report: EvalReport, path: Path) -> None:

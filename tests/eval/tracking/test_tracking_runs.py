@@ -1,11 +1,13 @@
-"""log_report on a hand-built report: run status, nesting, provenance tags and artifacts (no index needed)."""
+"""log_report on a hand-built report: run status, nesting, provenance tags, metric names and artifacts (no index
+needed)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from ragrig.eval.evaluate import EvalReport
+from ragrig.eval.report import EvalReport
+from ragrig.eval.tracking.runs import RunOptions, metric_name, run_metrics
 
 
 def report() -> EvalReport:
@@ -19,6 +21,19 @@ def report() -> EvalReport:
                       latency_ms={"p50": 1.5}, label="tiny")
 
 
+def test_metric_names_and_the_per_tag_selection():
+    assert metric_name("ndcg@10") == "ndcg_at_10" and metric_name("ragas.id_context_precision@10") == \
+        "ragas.id_context_precision_at_10"
+    r = report()
+    r.per_tag = {"rules": {"ndcg@10": 0.5, "recall@10": 0.25, "precision@5": 0.2, "hit_rate@5": 1.0, "n": 3.0}}
+    r.variance = {"ndcg@10.stdev": 0.01}
+    r.ragas = {"id_context_recall@10": 0.75}
+    # per tag: ndcg@10, recall@10, mrr@10 (absent here) and hit_rate@5 only; never precision@5 or n
+    assert run_metrics(r) == {"ndcg_at_10": 1.0, "recall_at_10": 1.0, "tag.rules.ndcg_at_10": 0.5,
+                              "tag.rules.recall_at_10": 0.25, "tag.rules.hit_rate_at_5": 1.0, "latency_ms.p50": 1.5,
+                              "ndcg_at_10.stdev": 0.01, "ragas.id_context_recall_at_10": 0.75}
+
+
 @pytest.fixture
 def cfg(make_config):
     return make_config(None, "mlflow.experiment=unit")
@@ -26,9 +41,9 @@ def cfg(make_config):
 
 def test_a_run_is_finished_with_metrics_params_provenance_and_the_whole_report(cfg, tmp_path):
     from mlflow.tracking import MlflowClient
-    from ragrig.eval.mlflow_log import log_report
+    from ragrig.eval.tracking.runs import log_report
 
-    run_id = log_report(cfg, report(), run_name="one", plots=False)
+    run_id = log_report(cfg, report(), RunOptions(run_name="one", plots=False))
     run = MlflowClient().get_run(run_id)
     assert run.info.status == "FINISHED" and run.info.run_name == "one"
     assert run.data.metrics["ndcg_at_10"] == 1.0 and run.data.metrics["tag.rules.ndcg_at_10"] == 1.0
@@ -44,13 +59,14 @@ def test_a_run_is_finished_with_metrics_params_provenance_and_the_whole_report(c
 def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
     import mlflow
     from mlflow.tracking import MlflowClient
-    from ragrig.eval.mlflow_log import ensure_experiment, log_report
+    from ragrig.eval.tracking.runs import log_report
+    from ragrig.eval.tracking.store import ensure_experiment
 
     exp = ensure_experiment(cfg)
     with mlflow.start_run(experiment_id=exp, run_name="parent") as parent:
-        active = log_report(cfg, report(), nested=True, plots=False)
-        given = log_report(cfg, report(), plots=False, experiment_id=exp, parent_run_id=parent.info.run_id,
-                           param_keys=["retrieval.fusion.rrf_k"])
+        active = log_report(cfg, report(), RunOptions(nested=True, plots=False))
+        given = log_report(cfg, report(), RunOptions(plots=False, experiment_id=exp, parent_run_id=parent.info.run_id,
+                                                      param_keys=["retrieval.fusion.rrf_k"]))
         assert mlflow.active_run().info.run_id == parent.info.run_id  # logging never replaced the active run
     client = MlflowClient()
     for run_id in (active, given):
@@ -62,15 +78,15 @@ def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
 
 
 def test_a_run_whose_logging_fails_is_marked_failed_and_the_error_surfaces(cfg, monkeypatch):
-    import ragrig.eval.mlflow_log as ml
+    import ragrig.eval.tracking.runs as runs
     from mlflow.tracking import MlflowClient
 
     def broken(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(ml, "_write_artifacts", broken)
+    monkeypatch.setattr(runs, "write_artifacts", broken)
     with pytest.raises(OSError, match="disk full"):
-        ml.log_report(cfg, report(), run_name="broken", plots=False)
+        runs.log_report(cfg, report(), RunOptions(run_name="broken", plots=False))
     exp = MlflowClient().get_experiment_by_name("unit")
     runs = MlflowClient().search_runs([exp.experiment_id])
     assert [(r.info.run_name, r.info.status) for r in runs] == [("broken", "FAILED")]

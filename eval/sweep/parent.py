@@ -1,0 +1,66 @@
+"""The sweep's MLflow parent run: opened before the first evaluation with the sweep's settings and the base
+config (each child run logs only its own overrides and the provenance), closed with the best config, the
+summary table, sweep.json and the per-parameter plots."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.sweep.result import SweepResult
+from ragrig.eval.sweep.spec import SweepSpec, expand
+from ragrig.eval.sweep.summary import plot_metrics, summary_markdown
+from ragrig.eval.tracking.runs import RunOptions, metric_name
+from ragrig.eval.tracking.secrets import safe_params
+from ragrig.eval.tracking.store import ensure_experiment
+
+
+def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
+    """Open the parent run (MLflow's active run until ``finish_parent``)."""
+    import mlflow
+
+    exp = ensure_experiment(cfg)
+    run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}", tags={"ragrig.sweep": spec.name})
+    mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
+                       "sweep.configs": len(expand(spec))})
+    # the base config once, here; each child run logs only its own overrides (and provenance)
+    swept = {k for _, ov in expand(spec) for k in ov}
+    base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
+    items = sorted(base.items())
+    for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
+        mlflow.log_params(dict(items[i : i + 100]))
+    return run
+
+
+def child_options(parent: Any, spec: SweepSpec, label: str, overrides: dict[str, Any]) -> RunOptions | None:
+    """How one config's evaluation is logged under ``parent`` (None: no parent run, nothing logged)."""
+    if parent is None:
+        return None
+    # the parent's experiment id: each child skips the experiment lookup
+    return RunOptions(run_name=f"{spec.name}: {label}", tags={"ragrig.sweep": spec.name}, plots=False,
+                      param_keys=sorted(overrides), experiment_id=parent.info.experiment_id,
+                      parent_run_id=parent.info.run_id)
+
+
+def finish_parent(result: SweepResult) -> None:
+    """Log the outcome on the active parent run, note its id on ``result``, and end it (also on failure)."""
+    import mlflow
+
+    try:
+        best = result.best
+        if best is not None:
+            mlflow.log_metric(f"best.{metric_name(result.metric)}", best.metrics.get(result.metric, 0.0))
+            mlflow.set_tag("ragrig.best", best.label)
+        mlflow.log_metric("seconds.total", result.seconds.get("total", 0.0))
+        with tempfile.TemporaryDirectory() as tmp:
+            t = Path(tmp)
+            (t / "sweep_summary.md").write_text(summary_markdown(result))
+            (t / "sweep.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
+            plot_metrics(result, t)
+            mlflow.log_artifacts(str(t))
+        result.parent_run_id = mlflow.active_run().info.run_id
+    finally:
+        mlflow.end_run()

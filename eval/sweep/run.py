@@ -1,0 +1,86 @@
+"""Run a sweep: every config validated first, then one ingest per distinct ingestion config (the config hash),
+and every config on its index evaluated with ``evaluate_testsets`` on a retriever that shares its work.
+
+- Chunks whose text is the same across chunking levels are embedded once (the embedding cache).
+- Per index version, the test sets are resolved once, and retrieval candidates (per source, per processed
+  query, per depth) and query vectors are computed once and reused by every fusion / shaping variant.
+- One MLflow parent run for the sweep (``parent``), one nested child run per (config, test set).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import RagrigConfig
+from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
+from ragrig.eval.sweep.parent import child_options, finish_parent, start_parent
+from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
+from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
+from ragrig.eval.testset import TestSet, load_testset
+from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats, StageCall
+from ragrig.retrieval.search.memo import CandidateMemo
+from ragrig.retrieval.search.retriever import Retriever
+
+Item = tuple[str, dict[str, Any], RagrigConfig]  # (label, overrides, config): one of ``Resolved``
+
+
+def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
+              stage: StageCall | None = None, configs: Resolved | None = None) -> SweepResult:
+    """Run a sweep. ``configs``: ``resolve(spec, extra)`` when the caller already validated them (the CLI).
+    ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in flows/sweep.py passes
+    one that runs it as a task), so the sequence lives here only."""
+    call = stage or call_directly
+    t0 = time.perf_counter()
+    configs = configs if configs is not None else resolve(spec, extra)
+    result = SweepResult(spec.name, spec.metric)
+    paths = spec.testsets or configs[0][2].eval.testsets
+    if not paths:
+        raise InputError("sweep: no test set (set 'testsets' in the sweep file or eval.testsets in the base config)")
+    sets = [load_testset(t) for t in paths]
+    groups: dict[str, list[Item]] = {}
+    for item in configs:
+        groups.setdefault(item[2].ingest_hash(), []).append(item)
+    base = configs[0][2]
+    parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
+    try:
+        with frozen_heap():
+            seen_texts: set[str] = set()
+            for items in groups.values():
+                _run_group(spec, items, sets, result, seen_texts, parent, call, progress)
+    finally:
+        result.seconds["total"] = time.perf_counter() - t0
+        if parent is not None:
+            finish_parent(result)
+    return result
+
+
+def _ingest(cfg: RagrigConfig, progress: bool) -> IngestStats:
+    return IngestPipeline(cfg, progress=progress).run()
+
+
+def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: SweepResult, seen_texts: set[str],
+               parent: Any, call: StageCall, progress: bool) -> None:
+    """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
+    once, then evaluate (and log) every config on every test set."""
+    cfg0 = items[0][2]
+    t1 = time.perf_counter()
+    stats = call("ingest", _ingest, cfg0, progress)
+    version = IndexVersion.current(cfg0)
+    seen_texts.update(c.sha256 for c in version.chunks)
+    result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
+                                     stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
+    retriever = Retriever(cfg0, version)
+    memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
+    resolved = resolve_all(sets, version.documents_by_id)
+    for label, ov, cfg in items:
+        log = child_options(parent, spec, label, ov)
+        for ts, targets in zip(sets, resolved):  # one at a time: each row has its own seconds
+            t2 = time.perf_counter()
+            [report] = evaluate_testsets(cfg, [ts], retriever=retriever, targets=[targets], label=label, log=log,
+                                         stage=call, memo=memo)
+            result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
+                                        time.perf_counter() - t2, report.mlflow_run_id))

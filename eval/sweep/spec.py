@@ -1,0 +1,93 @@
+"""A sweep file: a base config plus a grid and/or an explicit list of overrides (``SweepSpec``), expanded into
+one (label, overrides) pair per config and validated into configs before any work (``resolve``)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import load_config
+from ragrig.configs.models import RagrigConfig
+from ragrig.configs.yamlio import load_yaml
+from ragrig.eval.metrics import HEADLINE
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    base: str | None = None  # a config file, relative to the sweep file
+    set: list[str] = Field(default_factory=list)  # overrides applied to every config
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    configs: list[dict[str, Any]] = Field(default_factory=list)  # explicit override sets
+    metric: str = HEADLINE[0]  # the one the best config is picked by
+    testsets: list[str] = Field(default_factory=list)  # default: the base config's eval.testsets
+    path: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _something(self) -> SweepSpec:
+        if not self.grid and not self.configs:
+            raise ValueError("a sweep needs a 'grid' and/or a list of 'configs'")
+        for k, v in self.grid.items():
+            if not isinstance(v, list) or not v:
+                raise ValueError(f"grid.{k}: needs a non-empty list of values")
+        return self
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    p = Path(path)
+    located = load_yaml(p)
+    try:
+        spec = SweepSpec.model_validate(located.data or {})
+    except ValidationError as exc:
+        raise located.validation_error(exc, "invalid sweep file") from None
+    base_dir = p.resolve().parent
+    if spec.base:
+        spec.base = str((base_dir / spec.base).resolve())
+    spec.testsets = [str((base_dir / t).resolve()) if not Path(t).is_absolute() else t for t in spec.testsets]
+    spec.path = str(p)
+    return spec
+
+
+def fmt_value(v: Any) -> str:
+    """A value as a --set right-hand side (YAML flow style)."""
+    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def expand(spec: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
+    """(label, overrides) for every config: the grid's cartesian product, then the explicit list."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    keys = list(spec.grid)
+    for values in itertools.product(*(spec.grid[k] for k in keys)) if keys else []:
+        ov = dict(zip(keys, values))
+        out.append((", ".join(f"{k.split('.')[-1]}={fmt_value(v)}" for k, v in ov.items()), ov))
+    for ov in spec.configs:
+        out.append((", ".join(f"{k.split('.')[-1]}={fmt_value(v)}" for k, v in ov.items()) or "base", dict(ov)))
+    seen: set[str] = set()
+    uniq = []
+    for label, ov in out:
+        key = repr(sorted(ov.items()))
+        if key not in seen:
+            seen.add(key)
+            uniq.append((label, ov))
+    return uniq
+
+
+Resolved = list[tuple[str, dict[str, Any], RagrigConfig]]
+"""(label, overrides, config) for every config of a sweep, in ``expand`` order."""
+
+
+def resolve(spec: SweepSpec, extra: list[str] | None = None) -> Resolved:
+    """Validate every config before any work (a bad value fails the sweep at once, naming the config)."""
+    out = []
+    for label, ov in expand(spec):
+        sets = [*spec.set, *(extra or []), *(f"{k}={fmt_value(v)}" for k, v in ov.items())]
+        try:
+            cfg = load_config(spec.base, sets)
+        except InputError as exc:
+            raise InputError(f"sweep config '{label}': {exc}") from None
+        out.append((label, ov, cfg))
+    return out

@@ -1,0 +1,48 @@
+"""What every command shares: the --config/--set flags, the offline/quiet library environment, Prefect's home,
+and writing --output-json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ragrig.configs.models import RagrigConfig
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="a YAML config layered over the embedded defaults")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (repeatable), e.g. --set retrieval.fusion.rrf_k=40")
+
+
+def quiet_env(cfg: RagrigConfig) -> None:
+    """Offline, quiet defaults for the libraries we drive (never overriding what the user set)."""
+    from ragrig.flows.environment import QUIET_ENV
+
+    defaults = {**QUIET_ENV, "PREFECT_HOME": str(cfg.home_dir / "prefect")}
+    from ragrig.retrieval.embedding import PACKAGED_MINILM
+
+    if cfg.embedding.model in PACKAGED_MINILM or Path(os.path.expanduser(cfg.embedding.model)).exists():
+        defaults["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
+    for k, v in defaults.items():
+        os.environ.setdefault(k, v)
+    import logging
+
+    for name in ("mlflow", "alembic", "httpx", "bm25s", "docling", "chromadb", "sentence_transformers"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def prefect_home() -> None:
+    """Prefect needs its home to exist when it is first imported; created only when a flow is about to run, so
+    a command that fails validation writes nothing."""
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+
+
+def write_json(path: str | None, obj: Any) -> None:
+    if path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")

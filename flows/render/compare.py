@@ -1,0 +1,27 @@
+"""``ragrig compare`` in the terminal: a table per candidate (green gains, red losses), the flipped queries,
+and the warnings. The Markdown form is ``eval.compare.to_markdown``."""
+
+from __future__ import annotations
+
+from ragrig.eval.compare import Comparison, format_p
+from ragrig.eval.stats import TIE
+from ragrig.flows.render.console import console
+from rich.table import Table
+
+
+def print_comparison(c: Comparison) -> None:
+    t = Table(title=f"{c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", title_justify="left")
+    for col in ("metric", "baseline", "candidate", "Δ", "p perm", "p t", "W/T/L"):
+        t.add_column(col, justify="left" if col == "metric" else "right", no_wrap=True)
+    for m in c.metrics:
+        color = "green" if m.delta > TIE else "red" if m.delta < -TIE else ""
+        delta = f"[{color}]{m.delta:+.4f}[/{color}]" if color else f"{m.delta:+.4f}"
+        t.add_row(m.metric, f"{m.baseline:.4f}", f"{m.candidate:.4f}", delta, format_p(m.p_permutation),
+                  format_p(m.p_ttest), f"{m.wins}/{m.ties}/{m.losses}")
+    console.print(t)
+    if c.flips:
+        print(f"flipped queries (relevant chunk in the top {c.k}):")
+        for f in c.flips:
+            print(f"  {f.direction:6s} {f.id}: first relevant rank {f.rank_before or '-'} -> {f.rank_after or '-'}")
+    for w in c.warnings:
+        print(f"warning: {w}")

@@ -1,0 +1,31 @@
+"""``ragrig gate`` in the terminal: a table of checks per test set, the reasons for every non-PASS, the flipped
+queries, and the overall verdict. The Markdown and JUnit forms are in ``eval.gate``."""
+
+from __future__ import annotations
+
+from ragrig.eval.gate import BLOCK, PASS, WARN, GateResult, overall
+from ragrig.flows.render.console import console
+from rich.table import Table
+
+STYLE = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
+
+
+def print_gate(results: list[GateResult]) -> None:
+    for r in results:
+        t = Table(title=f"ragrig gate: {r.testset} → [{STYLE[r.verdict]}]{r.verdict}[/{STYLE[r.verdict]}]",
+                  title_justify="left")
+        for col in ("check", "baseline", "candidate", "Δ", "p (perm)", "verdict"):
+            t.add_column(col, no_wrap=True, justify="left" if col in ("check", "verdict") else "right")
+        for c in r.checks:
+            t.add_row(c.name, "" if c.baseline is None else f"{c.baseline:.4f}",
+                      "" if c.candidate is None else f"{c.candidate:.4f}",
+                      "" if c.delta is None else f"{c.delta:+.4f}", "" if c.p is None else f"{c.p:.4f}",
+                      f"[{STYLE[c.verdict]}]{c.verdict}[/{STYLE[c.verdict]}]")
+        console.print(t)
+        for c in r.checks:
+            if c.verdict != PASS:
+                print(f"  {c.verdict}: {c.name}: {c.reason}")
+        for fl in r.flips:
+            print(f"  {fl['direction']:6s} {fl['id']}: first relevant rank "
+                  f"{fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
+    print(f"verdict: {overall(results)}")

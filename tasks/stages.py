@@ -1,0 +1,46 @@
+"""The one Prefect wrapper for library stages: ``run_stage(name, fn, *args)`` runs ``fn(*args)`` as a task named
+``name``. The library owns every sequence (``IngestPipeline.run``, ``eval.evaluate.evaluate_testsets``,
+``eval.sweep.run.run_sweep``) and takes this as its ``stage`` argument, so a flow shows one task per step
+without a copy of the sequence. Retries and tags per stage name live in ``SETTINGS`` and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefect import Task, task
+from prefect.cache_policies import NONE
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    retries: int = 0
+    retry_delay_seconds: int | list[int] = 0
+    tags: list[str] = field(default_factory=list)
+
+
+# retries only where a retry can help: a stage that talks to Chroma (possibly over HTTP) or to MLflow, and
+# extraction (a converter may fail on a busy machine; its per-document failures are kept inside the batch)
+SETTINGS: dict[str, StageSettings] = {
+    "extract": StageSettings(retries=1, retry_delay_seconds=1),
+    "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
+    "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
+    "embed": StageSettings(tags=["ragrig-embedding"]),
+    "log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),
+}
+DEFAULT = StageSettings()
+
+
+def as_task(name: str, fn: Callable[..., Any]) -> Task[..., Any]:
+    """``fn`` as a Prefect task named ``name``, with that stage's retries and tags (no result caching: stages
+    read and write state)."""
+    s = SETTINGS.get(name, DEFAULT)
+    return task(fn, name=name, cache_policy=NONE, retries=s.retries, retry_delay_seconds=s.retry_delay_seconds,
+                tags=list(s.tags))
+
+
+def run_stage(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one stage as a Prefect task named after it, in the flow's process."""
+    return as_task(name, fn)(*args)

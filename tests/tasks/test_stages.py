@@ -1,0 +1,56 @@
+"""The one Prefect wrapper: a stage becomes a task named after it, with the retries and tags of its row in
+``SETTINGS`` (and none for a stage without a row), and runs inside a flow."""
+
+from __future__ import annotations
+
+import pytest
+from ragrig.tasks.stages import SETTINGS, as_task, run_stage
+
+
+@pytest.mark.parametrize(
+    "name, retries, delays, tags",
+    [
+        ("log-mlflow", 2, 2, []),
+        ("build-index", 2, [1, 4], []),
+        ("sweep-leftovers", 2, [1, 4], []),
+        ("extract", 1, 1, []),
+        ("embed", 0, 0, ["ragrig-embedding"]),
+        ("retrieve-and-score", 0, 0, []),  # no row: no retries, no tags
+    ],
+)
+def test_a_stage_gets_the_settings_of_its_row(name, retries, delays, tags):
+    def step(x: int) -> int:
+        return x
+
+    t = as_task(name, step)
+    assert (t.name, t.retries, t.retry_delay_seconds, t.tags) == (name, retries, delays, set(tags))
+
+
+def test_every_row_names_a_stage_the_library_runs():
+    """A misspelt row would silently leave its stage without retries: each name must be one the library runs."""
+    import re
+    from pathlib import Path
+
+    import ragrig.eval.evaluate
+    import ragrig.eval.sweep.run
+    import ragrig.retrieval.ingest.pipeline
+    import ragrig.tasks.ingest
+
+    names = set()
+    for mod in (ragrig.retrieval.ingest.pipeline, ragrig.eval.evaluate, ragrig.eval.sweep.run, ragrig.tasks.ingest):
+        names |= set(re.findall(r'(?:call|as_task)\("([a-z-]+)"', Path(mod.__file__).read_text()))
+    assert {"discover", "retrieve-and-score", "log-mlflow", "extract"} <= names  # the pattern finds them
+    assert set(SETTINGS) <= names
+
+
+@pytest.mark.slow
+def test_run_stage_runs_the_step_as_a_task_in_a_flow():
+    from prefect import flow
+    from prefect.testing.utilities import prefect_test_harness
+
+    @flow
+    def twice(x: int) -> int:
+        return run_stage("double", lambda v: 2 * v, x)
+
+    with prefect_test_harness():
+        assert twice(21) == 42
