@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.retrieval.index.layout import Layout, ingest_lock
+from ragrig.retrieval.index.files import ingest_lock
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import CHUNKS, DOCUMENTS, iter_jsonl
 
 

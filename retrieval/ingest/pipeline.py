@@ -27,7 +27,8 @@ from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc, sh
 from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.bm25 import Bm25Index
-from ragrig.retrieval.index.layout import Layout, fsync_dir, write_atomic, write_json
+from ragrig.retrieval.index.files import fsync_dir, write_atomic, write_json
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, MANIFEST, IndexVersion
 from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
 from ragrig.retrieval.ingest.discover import Discovery, beir_file, corpus_kind, discover, file_sha256
@@ -421,7 +422,7 @@ class IngestPipeline:
     def run(self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0) -> IngestStats:
         """Run every stage under the ingest lock. ``stage(name, fn, *args)`` runs one stage (default: call it;
         the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches."""
-        from ragrig.retrieval.index.layout import ingest_lock
+        from ragrig.retrieval.index.files import ingest_lock
 
         call: StageCall = stage or (lambda name, fn, *args: fn(*args))
         corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written

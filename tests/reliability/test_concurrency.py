@@ -9,7 +9,8 @@ import time
 import pytest
 from ragrig.configs.errors import LockedError
 from ragrig.flows.cli import main
-from ragrig.retrieval.index.layout import Layout, ingest_lock
+from ragrig.retrieval.index.files import ingest_lock
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
 
