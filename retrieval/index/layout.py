@@ -3,7 +3,7 @@
     <home>/cache/embeddings.sqlite         vectors keyed by (model id, text sha256)
     <home>/cache/extract.sqlite            extracted Markdown keyed by (content sha256, extractor)
     <home>/indexes/<key>/CURRENT           the published version's name, switched atomically
-    <home>/indexes/<key>/versions/vNNNNNN/ manifest.json (written last), chunks, documents, bm25/, keywords
+    <home>/indexes/<key>/versions/vNNNNNN/ one complete version (its files: format.py)
     <home>/indexes/<key>/chroma/           embedded Chroma store, one collection per version
     <home>/indexes/<key>/ingest.lock       held by the one ingest allowed at a time
     (<home>/mlflow/ is MLflow's default store: eval/mlflow_log.py owns that path.)
@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.index.format import MANIFEST
 
 VERSION_RE = re.compile(r"^v(\d{6})$")
 
@@ -35,9 +36,6 @@ class Layout:
     def version_dir(self, version: str) -> Path:
         return self.versions_dir / version
 
-    def collection_name(self, version: str) -> str:
-        return f"{self.key}-{version}"
-
     def current_version(self) -> str | None:
         try:
             name = self.current_file.read_text().strip()
@@ -49,7 +47,7 @@ class Layout:
         """Complete versions (manifest present), oldest first."""
         if not self.versions_dir.is_dir():
             return []
-        out = [p.name for p in self.versions_dir.iterdir() if VERSION_RE.match(p.name) and (p / "manifest.json").is_file()]
+        out = [p.name for p in self.versions_dir.iterdir() if VERSION_RE.match(p.name) and (p / MANIFEST).is_file()]
         return sorted(out)
 
     def next_version(self) -> str:

@@ -3,7 +3,6 @@ uses. Entries another index under the same home still uses are kept; nothing els
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
@@ -11,8 +10,8 @@ from pathlib import Path
 
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.index.files import ingest_lock
+from ragrig.retrieval.index.format import collection_name, collection_version, table_shas
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.version import CHUNKS, DOCUMENTS, iter_jsonl
 
 
 @dataclass
@@ -26,14 +25,15 @@ class ResetPlan:
 
 
 def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
-    chunks, docs = set(), set()
+    """(chunk text, document) hashes that any version folder of an index refers to."""
+    chunks: set[str] = set()
+    docs: set[str] = set()
     vdir = index_dir / "versions"
     if vdir.is_dir():
         for v in vdir.iterdir():
-            if (v / CHUNKS).is_file():
-                chunks.update(d["sha256"] for d in iter_jsonl(v / CHUNKS))
-            if (v / DOCUMENTS).is_file():
-                docs.update(d["sha256"] for d in iter_jsonl(v / DOCUMENTS))
+            c, d = table_shas(v)
+            chunks |= c
+            docs |= d
     return chunks, docs
 
 
@@ -43,7 +43,7 @@ def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
     if not plan.exists:
         return plan, set(), set()
     plan.versions = layout.published_versions()
-    plan.collections = [layout.collection_name(v) for v in plan.versions]
+    plan.collections = [collection_name(layout.key, v) for v in plan.versions]
     mine_chunks, mine_docs = _shas(layout.index_dir)
     for other in (layout.home / "indexes").iterdir():
         if other != layout.index_dir and other.is_dir():
@@ -80,7 +80,7 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
         if cfg.index.chroma.mode == "http":
             client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
             for name in chroma.list_collections(client):
-                if name.startswith(f"{layout.key}-"):
+                if collection_version(layout.key, name) is not None:
                     chroma.delete_collection(client, name)
         plan.embedding_rows = _delete_rows(layout.embedding_cache, "DELETE FROM vectors WHERE sha IN ({})", chunk_shas)
         plan.extract_rows = _delete_rows(layout.extract_cache, "DELETE FROM docs WHERE sha IN ({})", doc_shas)
@@ -90,7 +90,3 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
     _CLIENTS.pop(("embedded", str(layout.chroma_dir)), None)
     return plan
 
-
-def describe(plan: ResetPlan) -> str:
-    return json.dumps({"index_dir": str(plan.index_dir), "versions": plan.versions, "collections": plan.collections,
-                       "embedding_rows": plan.embedding_rows, "extract_rows": plan.extract_rows})

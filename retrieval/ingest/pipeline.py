@@ -9,7 +9,6 @@ leftovers are swept at the start of the next ingest.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -17,19 +16,29 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.extractions import ExtractCache
-from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc, sha256_text
+from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.bm25 import Bm25Index
-from ragrig.retrieval.index.files import fsync_dir, write_atomic, write_json
+from ragrig.retrieval.index.files import fsync_dir, write_atomic
+from ragrig.retrieval.index.format import (
+    BM25_DIR,
+    chunk_metadata,
+    collection_name,
+    collection_version,
+    new_manifest,
+    write_config,
+    write_keywords,
+    write_manifest,
+    write_tables,
+)
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, MANIFEST, IndexVersion
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
 from ragrig.retrieval.ingest.discover import Discovery, beir_file, corpus_kind, discover, file_sha256
 from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
@@ -142,9 +151,9 @@ class IngestPipeline:
         published = set(self.layout.published_versions())
         if self.layout.chroma_dir.exists() or self.cfg.index.chroma.mode == "http":
             client = chroma.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
-            prefix = f"{self.layout.key}-"
             for name in chroma.list_collections(client):
-                if name.startswith(prefix) and name[len(prefix) :] not in published:
+                version = collection_version(self.layout.key, name)
+                if version is not None and version not in published:
                     chroma.delete_collection(client, name)
                     removed.append(name)
         return removed
@@ -326,57 +335,30 @@ class IngestPipeline:
             version = self.layout.next_version()
             tmp = self.layout.versions_dir / f".tmp-{version}"
             tmp.mkdir(parents=True, exist_ok=False)
-            with open(tmp / DOCUMENTS, "w", encoding="utf-8") as fh:
-                for d in docs:
-                    fh.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
-            with open(tmp / CHUNKS, "w", encoding="utf-8") as fh:
-                for c in chunks:
-                    fh.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            write_tables(tmp, docs, chunks)
             if self._hook:
                 self._hook("index:tables")
             bm25 = Bm25Index.build([c.search_text for c in chunks], self.cfg.index.bm25)
             bm25.save(tmp / BM25_DIR)
             titles = [h.title for d in docs for h in parse_headers(d.markdown)]
             library = build_library(titles, [c.text for c in chunks])
-            write_json(tmp / KEYWORDS, library)
+            write_keywords(tmp, library)
             if self._hook:
                 self._hook("index:bm25")
             client = chroma.chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
-            name = self.layout.collection_name(version)
             dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
-            col = chroma.create_collection(client, name, dim)
-            metas = [
-                {
-                    "doc_id": c.doc_id,
-                    "level": c.level,
-                    "header": c.header,
-                    **{f"fm_{k}": v for k, v in c.metadata.items() if k != "format"},
-                    "format": c.metadata.get("format", ""),
-                }
-                for c in chunks
-            ]
+            col = chroma.create_collection(client, collection_name(self.layout.key, version), dim)
             if chunks:
-                chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, metas)
+                chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, [chunk_metadata(c) for c in chunks])
             if self._hook:
                 self._hook("index:chroma")
-            (tmp / "config.yaml").write_text(self.cfg.to_yaml(), encoding="utf-8")
-            ids_hash = sha256_text("\n".join(c.chunk_id for c in chunks))
-            manifest = {
-                "version": version,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "index_key": self.layout.key,
-                "ingest_hash": self.cfg.ingest_hash(),
-                "fingerprint": self.cfg.ingest_fingerprint(),
-                "corpus_kind": corpus_kind(self.cfg.corpus),
-                "embedding": {"model_id": self.embedder.id, "dim": dim, "model": self.cfg.embedding.model},
-                "chroma": {"mode": self.cfg.index.chroma.mode, "collection": name},
-                "counts": {"documents": len(docs), "chunks": len(chunks)},
-                "chunk_ids_sha256": ids_hash,
-                "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
-            }
+            write_config(tmp, self.cfg)
+            corpus_file = None
             if self._corpus_file is not None:  # BEIR: the file this version was built from, and what failed in it
-                manifest["corpus_file"] = {**self._corpus_file, "failed": list(self.stats.failures)}
-            write_json(tmp / MANIFEST, manifest)
+                corpus_file = {**self._corpus_file, "failed": list(self.stats.failures)}
+            write_manifest(tmp, new_manifest(self.cfg, version=version, index_key=self.layout.key,
+                                             corpus_kind=corpus_kind(self.cfg.corpus), model_id=self.embedder.id,
+                                             dim=dim, docs=docs, chunks=chunks, corpus_file=corpus_file))
             fsync_dir(tmp)
             final = self.layout.version_dir(version)
             tmp.rename(final)
@@ -401,7 +383,7 @@ class IngestPipeline:
         for v in old:
             trash = self.layout.versions_dir / f".trash-{v}"
             self.layout.version_dir(v).rename(trash)  # no longer a published version from here on
-            chroma.delete_collection(client, self.layout.collection_name(v))
+            chroma.delete_collection(client, collection_name(self.layout.key, v))
             shutil.rmtree(trash, ignore_errors=True)
         return old
 

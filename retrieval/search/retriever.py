@@ -25,7 +25,7 @@ from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.embedding import Embedder, model_id
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
-from ragrig.retrieval.index.version import BM25_DIR, IndexVersion
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.results import Hit, RetrievalResult, SourceScore
 from ragrig.retrieval.search.batch import FlatCandidates, flatten, fuse_select
 from ragrig.retrieval.search.filters import Filters
@@ -72,7 +72,7 @@ class Retriever:
             )
         self.chunks: list[Chunk] = self.version.chunks
         self.row = self.version.chunk_index
-        self.bm25 = Bm25Index.load(self.version.dir / BM25_DIR, cfg.index.bm25)
+        self.bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
         self.collection = self.version.collection()
         self.headers = HeaderIndex(self.chunks)
         self.embedder = embedder or Embedder(cfg.embedding)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.format import CHUNKS, collection_name, iter_jsonl
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, IndexVersion, iter_jsonl
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
@@ -54,7 +55,7 @@ def index_ids(cfg) -> tuple[list[str], list[str], int]:
     v = current(cfg)
     table = [d["chunk_id"] for d in iter_jsonl(v.dir / CHUNKS)]
     chroma = v.collection().get()["ids"]
-    bm25 = Bm25Index.load(v.dir / BM25_DIR, cfg.index.bm25).size
+    bm25 = Bm25Index.load(v.bm25_dir, cfg.index.bm25).size
     return table, chroma, bm25
 
 
@@ -202,7 +203,7 @@ def test_keep_versions_prunes_dirs_and_collections(corpus, make_config):
     assert sorted(p.name for p in layout.versions_dir.iterdir()) == ["v000002", "v000003"]
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
     names = sorted(n for n in chroma.list_collections(client) if n.startswith(layout.key))
-    assert names == [layout.collection_name("v000002"), layout.collection_name("v000003")]
+    assert names == [collection_name(layout.key, "v000002"), collection_name(layout.key, "v000003")]
     assert_consistent(cfg, 8)
 
 
