@@ -4,11 +4,13 @@ uses. Entries another index under the same home still uses are kept; nothing els
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.cache.extractions import ExtractCache
+from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.format import collection_name, collection_version, table_shas
 from ragrig.retrieval.index.layout import Layout
@@ -53,25 +55,7 @@ def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
     return plan, mine_chunks, mine_docs
 
 
-def _delete_rows(db: Path, sql: str, keys: set[str]) -> int:
-    if not db.exists() or not keys:
-        return 0
-    con = sqlite3.connect(db, timeout=60)
-    try:
-        n = 0
-        items = sorted(keys)
-        for i in range(0, len(items), 900):
-            part = items[i : i + 900]
-            n += con.execute(sql.format(",".join("?" * len(part))), part).rowcount
-        con.commit()
-        return n
-    finally:
-        con.close()
-
-
 def reset(cfg: RagrigConfig) -> ResetPlan:
-    from ragrig.retrieval.index import chroma
-
     plan, chunk_shas, doc_shas = plan_reset(cfg)
     if not plan.exists:
         return plan
@@ -82,11 +66,18 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
             for name in chroma.list_collections(client):
                 if collection_version(layout.key, name) is not None:
                     chroma.delete_collection(client, name)
-        plan.embedding_rows = _delete_rows(layout.embedding_cache, "DELETE FROM vectors WHERE sha IN ({})", chunk_shas)
-        plan.extract_rows = _delete_rows(layout.extract_cache, "DELETE FROM docs WHERE sha IN ({})", doc_shas)
+        if layout.embedding_cache.exists() and chunk_shas:
+            embeddings = EmbeddingCache(layout.embedding_cache)
+            try:
+                plan.embedding_rows = embeddings.delete(chunk_shas)
+            finally:
+                embeddings.close()
+        if layout.extract_cache.exists() and doc_shas:
+            extractions = ExtractCache(layout.extract_cache)
+            try:
+                plan.extract_rows = extractions.delete(doc_shas)
+            finally:
+                extractions.close()
+        chroma.forget_client(cfg.index.chroma, layout.chroma_dir)  # release the store before its folder goes
     shutil.rmtree(layout.index_dir)
-    from ragrig.retrieval.index.chroma import _CLIENTS
-
-    _CLIENTS.pop(("embedded", str(layout.chroma_dir)), None)
     return plan
-

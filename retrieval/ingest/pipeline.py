@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
-from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
+from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.files import fsync_dir, write_atomic
@@ -41,6 +42,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
 from ragrig.retrieval.ingest.discover import Discovery, beir_file, corpus_kind, discover, file_sha256
+from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
 from ragrig.retrieval.keywords import build_library
 from ragrig.retrieval.markdown import parse_headers
