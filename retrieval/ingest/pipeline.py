@@ -44,7 +44,7 @@ from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
 from ragrig.retrieval.ingest.discover import Discovery, beir_file, corpus_kind, discover, file_sha256
 from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
-from ragrig.retrieval.keywords import build_library
+from ragrig.retrieval.ingest.keyword_mining import build_library
 from ragrig.retrieval.markdown import parse_headers
 
 log = logging.getLogger(__name__)

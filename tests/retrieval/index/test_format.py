@@ -131,7 +131,7 @@ def test_a_version_written_before_the_format_module_opens():
 def test_the_writer_reproduces_a_legacy_version_byte_for_byte(tmp_path):
     """Same documents and chunks in, same files out: the tables, the keyword library, the config, and the
     manifest but for its time stamp."""
-    from ragrig.retrieval.keywords import build_library
+    from ragrig.retrieval.ingest.keyword_mining import build_library
     from ragrig.retrieval.markdown import parse_headers
 
     cfg = legacy_config()
