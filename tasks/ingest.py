@@ -14,7 +14,7 @@ from prefect import task, unmapped
 from prefect.cache_policies import NONE
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
-from ragrig.retrieval.ingest.pipeline import extract_sources
+from ragrig.retrieval.ingest.extract import extract_sources
 
 # retries only where a retry can help: a stage that talks to Chroma (possibly over HTTP)
 RETRIES = {"build-index": 2, "sweep-leftovers": 2}

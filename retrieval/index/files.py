@@ -23,6 +23,21 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_tree(root: Path) -> None:
+    """fsync every file below ``root``, then every directory, deepest first (before renaming ``root`` into place)."""
+    dirs = [root]
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        dirs += [Path(dirpath) / d for d in dirnames]
+    for d in reversed(dirs):
+        fsync_dir(d)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over ``path``: readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)

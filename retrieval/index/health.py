@@ -103,6 +103,5 @@ def check_index(cfg: RagrigConfig, all_versions: bool = False) -> IndexHealth:
     for v in published:
         if all_versions or v == current:
             health.versions.append(check_version(cfg, layout, v, v == current))
-    if layout.versions_dir.is_dir():
-        health.leftovers += sorted(p.name for p in layout.versions_dir.iterdir() if p.name.startswith((".tmp-", ".trash-")))
+    health.leftovers += [p.name for p in layout.leftovers()]
     return health

@@ -13,7 +13,7 @@ from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.format import collection_name, collection_version, table_shas
-from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.layout import Layout, version_dirs
 
 
 @dataclass
@@ -30,12 +30,10 @@ def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
     """(chunk text, document) hashes that any version folder of an index refers to."""
     chunks: set[str] = set()
     docs: set[str] = set()
-    vdir = index_dir / "versions"
-    if vdir.is_dir():
-        for v in vdir.iterdir():
-            c, d = table_shas(v)
-            chunks |= c
-            docs |= d
+    for v in version_dirs(index_dir):
+        c, d = table_shas(v)
+        chunks |= c
+        docs |= d
     return chunks, docs
 
 
@@ -47,11 +45,10 @@ def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
     plan.versions = layout.published_versions()
     plan.collections = [collection_name(layout.key, v) for v in plan.versions]
     mine_chunks, mine_docs = _shas(layout.index_dir)
-    for other in (layout.home / "indexes").iterdir():
-        if other != layout.index_dir and other.is_dir():
-            c, d = _shas(other)
-            mine_chunks -= c
-            mine_docs -= d
+    for other in layout.other_index_dirs():
+        c, d = _shas(other)
+        mine_chunks -= c
+        mine_docs -= d
     return plan, mine_chunks, mine_docs
 
 
