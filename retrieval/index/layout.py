@@ -79,7 +79,7 @@ class Layout:
         return sorted(out)
 
     def next_version(self) -> str:
-        """One past the highest version number in use, leftovers included (a name is never reused)."""
+        """One past the highest version number present, staging and trash folders included."""
         nums = [0]
         if self.versions_dir.is_dir():
             for p in self.versions_dir.iterdir():

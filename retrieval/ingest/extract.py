@@ -91,7 +91,8 @@ def check_zip(data: bytes, max_bytes: int) -> None:
         raise ExtractionError(f"not a valid Office file (bad zip: {exc})") from None
     if total > max_bytes:
         raise ExtractionError(
-            f"unzips to {total / 2**20:,.0f} MB > corpus.max_unzipped_mb ({max_bytes / 2**20:,.0f} MB): refused as a zip bomb"
+            f"unzips to {total / 2**20:,.0f} MB > corpus.max_unzipped_mb ({max_bytes / 2**20:,.0f} MB): "
+            "refused as a zip bomb"
         )
 
 
@@ -197,7 +198,9 @@ class Extractor:
         if not markdown.strip():
             raise ExtractionError("no text extracted")
         if len(markdown) > self.max_doc_chars:
-            raise ExtractionError(f"{len(markdown):,} characters extracted > corpus.max_doc_chars ({self.max_doc_chars:,})")
+            raise ExtractionError(
+                f"{len(markdown):,} characters extracted > corpus.max_doc_chars ({self.max_doc_chars:,})"
+            )
         meta["format"] = src.format
         return Document(
             doc_id=src.doc_id, sha256=src.sha256, format=src.format, markdown=markdown, metadata=meta, warnings=warnings

@@ -16,7 +16,10 @@ from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 
-DOCS = {"a.md": "# A\n\n## One\n\nThe first rule about moving.\n", "b.md": "# B\n\n## Two\n\nThe second rule about moving.\n"}
+DOCS = {
+    "a.md": "# A\n\n## One\n\nThe first rule about moving.\n",
+    "b.md": "# B\n\n## Two\n\nThe second rule about moving.\n",
+}
 
 
 def sets(corpus) -> list[str]:

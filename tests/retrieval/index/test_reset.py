@@ -39,7 +39,8 @@ def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embe
     assert main([*args, "--yes"]) == 0
     assert not la.index_dir.exists() and lb.index_dir.exists()
     assert rows(la.embedding_cache, "vectors") == 1  # the shared section's vector stays: b still uses it
-    assert main(["health", "--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]) == 0
+    b_sets = ["--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+    assert main(["health", *b_sets]) == 0
     assert main([*args, "--yes"]) == 0 and "nothing to reset" in capsys.readouterr().out
     # the same process ingests it again from scratch: a fresh Chroma client, not the one of the removed store
     pipe = IngestPipeline(cfg_a)
