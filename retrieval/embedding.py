@@ -1,15 +1,12 @@
-"""Sentence-transformers embedding with a persistent cache keyed by (model id, text sha256).
-
-The cache is what makes re-ingestion and chunking sweeps cheap: a chunk whose
-search text is unchanged is never embedded twice, across runs and across
-chunking configs. Vectors are stored as float32 blobs in SQLite (no pickle).
+"""Sentence-transformers encoders: the model identity (the cache and manifest key), lazy loading, token
+counting, and batch encoding. The embedding cache is ``cache/embeddings.py``; ingest's cached, token-ordered
+embedding step is ``ingest/embed.py``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -130,95 +127,3 @@ class Embedder:
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         return self.encode(queries, prefix=self.cfg.query_prefix)
-
-
-class EmbeddingCache:
-    """SQLite table (model, sha256) -> float32 vector. Safe for one writer and many readers."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, sha TEXT, dim INTEGER, vec BLOB, PRIMARY KEY (model, sha))"
-        )
-        self._db.commit()
-        self._lock = threading.Lock()
-
-    def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        uniq = list(dict.fromkeys(shas))
-        with self._lock:
-            for i in range(0, len(uniq), 900):
-                part = uniq[i : i + 900]
-                q = f"SELECT sha, dim, vec FROM vectors WHERE model=? AND sha IN ({','.join('?' * len(part))})"
-                for sha, dim, blob in self._db.execute(q, [model, *part]):
-                    vec = np.frombuffer(blob, dtype=np.float32)
-                    if vec.shape[0] == dim:  # a torn row is a miss, never a wrong vector
-                        out[sha] = vec
-        return out
-
-    def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, sha, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items]
-        with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-            self._db.commit()
-
-    def count(self, model: str | None = None) -> int:
-        with self._lock:
-            if model is None:
-                return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-            return int(self._db.execute("SELECT COUNT(*) FROM vectors WHERE model=?", [model]).fetchone()[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
-def embed_with_cache(
-    embedder: Embedder,
-    cache: EmbeddingCache,
-    texts: Sequence[str],
-    shas: Sequence[str],
-    *,
-    tokens: Sequence[int] | None = None,
-    progress: bool = False,
-    on_batch: Callable[[int], None] | None = None,
-    chunk_size: int = 512,
-) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
-
-    Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
-    texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
-    to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
-    """
-    cached = cache.get_many(embedder.id, shas)
-    missing = [i for i, sha in enumerate(shas) if sha not in cached]
-    if tokens is None:
-        lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []
-    else:
-        lengths = [tokens[i] for i in missing]
-    todo: dict[str, tuple[str, int]] = {}  # sha -> (text, tokens), first occurrence
-    for i, n in zip(missing, lengths):
-        todo.setdefault(shas[i], (texts[i], n))
-    items = sorted(todo.items(), key=lambda it: -it[1][1])
-    bar = None
-    if progress and items:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(items), desc="embed", unit="chunk")
-    for i in range(0, len(items), chunk_size):
-        part = items[i : i + chunk_size]
-        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
-                                      on_batch=bar.update if bar is not None else None)
-        new = [(sha, v) for (sha, _), v in zip(part, vecs)]
-        cache.put_many(embedder.id, new)
-        cached.update(new)
-        if on_batch is not None:
-            on_batch(len(part))
-    if bar is not None:
-        bar.close()
-    if not shas:
-        return np.zeros((0, embedder.dim), dtype=np.float32), 0
-    return np.vstack([cached[s] for s in shas]).astype(np.float32), len(items)

@@ -1,5 +1,8 @@
 """The keyword library: domain terms mined from headers, used to normalise query casing.
 
+Ingest builds a version's library (``ingest/keyword_mining.py`` counts the terms in the texts); query
+time reads it through ``KeywordNormalizer``, and multi-hop mines terms from retrieved headers.
+
 Three kinds of term, each with how often headers and texts mention it:
 - ``parameterized``: a rule keyword with a value slot, from headers like "Accurate x", "Lethal x+",
   "Blast x\"", "Lethal 5+" -> term "Lethal", slot pattern ``\\d+\\+?|x\\+?``. "lethal 5+" in a
@@ -12,12 +15,14 @@ Terms shorter than ``min_length`` characters are left out.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-_PARAM_TITLE = re.compile(r"^(?P<word>[A-Za-z][A-Za-z'’-]*(?: [A-Za-z][A-Za-z'’-]*){0,2}) (?P<slot>[xX]\+?|\d+\+?)(?P<unit>\"|”|″| inch(?:es)?)?$")
+_PARAM_TITLE = re.compile(
+    r"^(?P<word>[A-Za-z][A-Za-z'’-]*(?: [A-Za-z][A-Za-z'’-]*){0,2}) (?P<slot>[xX]\+?|\d+\+?)"
+    r"(?P<unit>\"|”|″| inch(?:es)?)?$"
+)
 _TEAM_ABILITY = re.compile(r"^(?P<a>[^-–—]{3,}?)\s+[-–—]\s+(?P<b>[^-–—]{3,})$")
 SLOT = r"(?:[xX]|\d+)\+?"
 
@@ -71,68 +76,22 @@ def mine_terms(titles: Iterable[str], min_length: int = 4, max_words: int = 6) -
     return terms
 
 
-_TOKEN = re.compile(r"(\w+)|(\s+|[^\w\s])")
-_END = ""  # trie key marking a complete term (no token is empty)
+LIBRARY_VERSION = 1
 
 
-def _tokens(text: str) -> tuple[list[str], list[bool]]:
-    """Words, whitespace runs and single other characters, and which of them are words."""
-    pairs = _TOKEN.findall(text)
-    return [w or o for w, o in pairs], [bool(w) for w, _ in pairs]
-
-
-def count_in_texts(terms: dict[str, Term], texts: Iterable[str]) -> None:
-    """Add to each term how many times the texts mention it (case-insensitive, whole words).
-
-    Mentions are leftmost-longest and never overlap, as a regex alternation of the terms (longest first)
-    between ``(?<!\w)`` and ``(?!\w)`` finds them; but each text is walked once, token by token, through
-    a trie of the terms' tokens, so the cost grows with the text and not with text x terms (SRD 5.1:
-    2,804 chunks x 1,900 terms took 6 s as one regex).
-    """
-    if not terms:
-        return
-    trie: dict[str, Any] = {}
-    for key in terms:
-        node = trie
-        for tok in _tokens(key)[0]:
-            node = node.setdefault(tok, {})
-        node[_END] = key
-    counts: Counter[str] = Counter()
-    for text in texts:
-        toks, word = _tokens(text.casefold())
-        n, i = len(toks), 0
-        while i < n:
-            node = trie.get(toks[i])
-            # a match starts where no word character precedes it: automatic for a word token
-            if node is None or (i and not word[i] and word[i - 1]):
-                i += 1
-                continue
-            best, j = None, i
-            while node is not None:
-                j += 1
-                key = node.get(_END)
-                # ... and ends where no word character follows: automatic after a word token
-                if key is not None and (word[j - 1] or j == n or not word[j]):
-                    best, best_end = key, j
-                node = node.get(toks[j]) if j < n else None
-            if best is None:
-                i += 1
-            else:
-                counts[best] += 1
-                i = best_end
-    for k, c in counts.items():
-        terms[k].text_count += c
-
-
-def build_library(titles: Iterable[str], texts: Iterable[str], min_length: int = 4) -> dict[str, Any]:
-    terms = mine_terms(titles, min_length=min_length)
-    count_in_texts(terms, texts)
-    ordered = sorted(terms.values(), key=lambda t: (-t.count, t.term.casefold()))
+def to_library(terms: Iterable[Term], min_length: int) -> dict[str, Any]:
+    """The library as a version stores it (keywords.json): terms by descending count, then alphabetically."""
+    ordered = sorted(terms, key=lambda t: (-t.count, t.term.casefold()))
     return {
-        "version": 1,
+        "version": LIBRARY_VERSION,
         "min_length": min_length,
         "terms": [{**asdict(t), "count": t.count} for t in ordered],
     }
+
+
+def _alternation(terms: list[str]) -> str:
+    """The terms as a regex alternation, longest first (so a term never loses to its own prefix)."""
+    return "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
 
 
 class KeywordNormalizer:
@@ -145,15 +104,9 @@ class KeywordNormalizer:
         params = [t["term"] for t in self.terms if t["kind"] == "parameterized"]
         plain = [t["term"] for t in self.terms if t["kind"] != "parameterized"]
         self._param = (
-            re.compile(r"(?<!\w)(" + "|".join(re.escape(p) for p in sorted(params, key=len, reverse=True)) + r")\s+(" + SLOT + r")(?!\w)", re.I)
-            if params
-            else None
+            re.compile(r"(?<!\w)(" + _alternation(params) + r")\s+(" + SLOT + r")(?!\w)", re.I) if params else None
         )
-        self._plain = (
-            re.compile(r"(?<!\w)(" + "|".join(re.escape(p) for p in sorted(plain, key=len, reverse=True)) + r")(?!\w)", re.I)
-            if plain
-            else None
-        )
+        self._plain = re.compile(r"(?<!\w)(" + _alternation(plain) + r")(?!\w)", re.I) if plain else None
 
     def normalize(self, query: str) -> str:
         out = query

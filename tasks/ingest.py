@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from prefect import unmapped
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
-from ragrig.retrieval.ingest.pipeline import extract_sources
+from ragrig.retrieval.ingest.extract import extract_sources
 from ragrig.tasks.stages import as_task
 
 extract_task = as_task("extract", extract_sources)

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from pathlib import Path
 
+from ragrig.retrieval.cache.sqlite import SqliteCache
 from ragrig.retrieval.documents import Document
 
 
-class ExtractCache:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS docs (sha TEXT, extractor TEXT, body TEXT, PRIMARY KEY (sha, extractor))")
-        self._db.commit()
-        self._lock = threading.Lock()
+class ExtractCache(SqliteCache):
+    TABLE = "docs"
+    SCHEMA = "CREATE TABLE IF NOT EXISTS docs (sha TEXT, extractor TEXT, body TEXT, PRIMARY KEY (sha, extractor))"
 
     def get(self, sha: str, extractor: str, doc_id: str) -> Document | None:
         with self._lock:
@@ -32,11 +25,9 @@ class ExtractCache:
                         warnings=d["warnings"], extractor=extractor)
 
     def put(self, doc: Document, extractor: str) -> None:
-        body = json.dumps({"format": doc.format, "markdown": doc.markdown, "metadata": doc.metadata, "warnings": doc.warnings})
+        body = json.dumps(
+            {"format": doc.format, "markdown": doc.markdown, "metadata": doc.metadata, "warnings": doc.warnings}
+        )
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)", (doc.sha256, extractor, body))
             self._db.commit()
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()

@@ -17,14 +17,19 @@ from ragrig.configs.models import ChromaConfig
 
 log = logging.getLogger(__name__)
 
-_CLIENTS: dict[tuple[str, str], Any] = {}
+_CLIENTS: dict[tuple[str, str], Any] = {}  # one client per store and process (Chroma wants one per path)
+
+
+def _client_key(cfg: ChromaConfig, path: Path) -> tuple[str, str]:
+    return (cfg.mode, str(path) if cfg.mode == "embedded" else f"{cfg.host}:{cfg.port}")
 
 
 def chroma_client(cfg: ChromaConfig, path: Path) -> Any:
+    """This process's client for the store (embedded at ``path``, or the configured server), opened once."""
     import chromadb
     from chromadb.config import Settings
 
-    key = (cfg.mode, str(path) if cfg.mode == "embedded" else f"{cfg.host}:{cfg.port}")
+    key = _client_key(cfg, path)
     client = _CLIENTS.get(key)
     if client is None:
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
@@ -39,6 +44,16 @@ def chroma_client(cfg: ChromaConfig, path: Path) -> Any:
             raise RagrigError(f"cannot open Chroma ({cfg.mode}) at {where}: {type(exc).__name__}: {exc}") from None
         _CLIENTS[key] = client
     return client
+
+
+def forget_client(cfg: ChromaConfig, path: Path) -> None:
+    """Close and drop this process's client for the store, so the next ``chroma_client`` opens a fresh one.
+    For an embedded store about to be removed: Chroma keeps one system per path, which would otherwise go on
+    serving (and writing to) the deleted files."""
+    client = _CLIENTS.pop(_client_key(cfg, path), None)
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
 
 
 def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.retrieval.documents import sha256_text
+from ragrig.retrieval.index.format import BM25_DIR, CHUNKS, chunk_ids_hash, iter_jsonl, read_manifest
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, MANIFEST, IndexVersion, iter_jsonl
+from ragrig.retrieval.index.version import IndexVersion
 
 
 @dataclass
@@ -51,15 +51,16 @@ class IndexHealth:
 
 def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool) -> VersionHealth:
     vh = VersionHealth(version, current)
+    vdir = layout.version_dir(version)
     try:
-        manifest = json.loads((layout.version_dir(version) / MANIFEST).read_text())
+        manifest = read_manifest(vdir)
     except (OSError, json.JSONDecodeError) as exc:
         vh.problems.append(f"manifest unreadable: {exc}")
         return vh
     vh.model_id = manifest.get("embedding", {}).get("model_id", "")
     vh.documents = int(manifest.get("counts", {}).get("documents", 0))
     try:
-        ids = [d["chunk_id"] for d in iter_jsonl(layout.version_dir(version) / CHUNKS)]
+        ids = [d["chunk_id"] for d in iter_jsonl(vdir / CHUNKS)]
     except (OSError, json.JSONDecodeError, KeyError) as exc:
         vh.problems.append(f"chunks table unreadable: {exc}")
         return vh
@@ -69,12 +70,12 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
         vh.problems.append(f"{len(dups)} duplicate chunk ids in the chunks table (e.g. {dups[:3]})")
     if manifest.get("counts", {}).get("chunks") != len(ids):
         vh.problems.append(f"manifest says {manifest.get('counts', {}).get('chunks')} chunks, the table has {len(ids)}")
-    if manifest.get("chunk_ids_sha256") != sha256_text("\n".join(ids)):
+    if manifest.get("chunk_ids_sha256") != chunk_ids_hash(ids):
         vh.problems.append("chunk ids differ from the manifest's id hash")
     try:
         from ragrig.retrieval.index.bm25 import Bm25Index
 
-        bm25 = Bm25Index.load(layout.version_dir(version) / BM25_DIR, cfg.index.bm25)
+        bm25 = Bm25Index.load(vdir / BM25_DIR, cfg.index.bm25)
         if bm25.size != len(ids):
             vh.problems.append(f"BM25 index has {bm25.size} documents, the table {len(ids)} chunks")
     except Exception as exc:
@@ -102,6 +103,5 @@ def check_index(cfg: RagrigConfig, all_versions: bool = False) -> IndexHealth:
     for v in published:
         if all_versions or v == current:
             health.versions.append(check_version(cfg, layout, v, v == current))
-    if layout.versions_dir.is_dir():
-        health.leftovers += sorted(p.name for p in layout.versions_dir.iterdir() if p.name.startswith((".tmp-", ".trash-")))
+    health.leftovers += [p.name for p in layout.leftovers()]
     return health

@@ -3,15 +3,17 @@ uses. Entries another index under the same home still uses are kept; nothing els
 
 from __future__ import annotations
 
-import json
 import shutil
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.retrieval.index.layout import Layout, ingest_lock
-from ragrig.retrieval.index.version import CHUNKS, DOCUMENTS, iter_jsonl
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.cache.extractions import ExtractCache
+from ragrig.retrieval.index import chroma
+from ragrig.retrieval.index.files import ingest_lock
+from ragrig.retrieval.index.format import collection_name, collection_version, table_shas
+from ragrig.retrieval.index.layout import Layout, version_dirs
 
 
 @dataclass
@@ -25,14 +27,13 @@ class ResetPlan:
 
 
 def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
-    chunks, docs = set(), set()
-    vdir = index_dir / "versions"
-    if vdir.is_dir():
-        for v in vdir.iterdir():
-            if (v / CHUNKS).is_file():
-                chunks.update(d["sha256"] for d in iter_jsonl(v / CHUNKS))
-            if (v / DOCUMENTS).is_file():
-                docs.update(d["sha256"] for d in iter_jsonl(v / DOCUMENTS))
+    """(chunk text, document) hashes that any version folder of an index refers to."""
+    chunks: set[str] = set()
+    docs: set[str] = set()
+    for v in version_dirs(index_dir):
+        c, d = table_shas(v)
+        chunks |= c
+        docs |= d
     return chunks, docs
 
 
@@ -42,35 +43,16 @@ def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
     if not plan.exists:
         return plan, set(), set()
     plan.versions = layout.published_versions()
-    plan.collections = [layout.collection_name(v) for v in plan.versions]
+    plan.collections = [collection_name(layout.key, v) for v in plan.versions]
     mine_chunks, mine_docs = _shas(layout.index_dir)
-    for other in (layout.home / "indexes").iterdir():
-        if other != layout.index_dir and other.is_dir():
-            c, d = _shas(other)
-            mine_chunks -= c
-            mine_docs -= d
+    for other in layout.other_index_dirs():
+        c, d = _shas(other)
+        mine_chunks -= c
+        mine_docs -= d
     return plan, mine_chunks, mine_docs
 
 
-def _delete_rows(db: Path, sql: str, keys: set[str]) -> int:
-    if not db.exists() or not keys:
-        return 0
-    con = sqlite3.connect(db, timeout=60)
-    try:
-        n = 0
-        items = sorted(keys)
-        for i in range(0, len(items), 900):
-            part = items[i : i + 900]
-            n += con.execute(sql.format(",".join("?" * len(part))), part).rowcount
-        con.commit()
-        return n
-    finally:
-        con.close()
-
-
 def reset(cfg: RagrigConfig) -> ResetPlan:
-    from ragrig.retrieval.index import chroma
-
     plan, chunk_shas, doc_shas = plan_reset(cfg)
     if not plan.exists:
         return plan
@@ -79,17 +61,20 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
         if cfg.index.chroma.mode == "http":
             client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
             for name in chroma.list_collections(client):
-                if name.startswith(f"{layout.key}-"):
+                if collection_version(layout.key, name) is not None:
                     chroma.delete_collection(client, name)
-        plan.embedding_rows = _delete_rows(layout.embedding_cache, "DELETE FROM vectors WHERE sha IN ({})", chunk_shas)
-        plan.extract_rows = _delete_rows(layout.extract_cache, "DELETE FROM docs WHERE sha IN ({})", doc_shas)
+        if layout.embedding_cache.exists() and chunk_shas:
+            embeddings = EmbeddingCache(layout.embedding_cache)
+            try:
+                plan.embedding_rows = embeddings.delete(chunk_shas)
+            finally:
+                embeddings.close()
+        if layout.extract_cache.exists() and doc_shas:
+            extractions = ExtractCache(layout.extract_cache)
+            try:
+                plan.extract_rows = extractions.delete(doc_shas)
+            finally:
+                extractions.close()
+        chroma.forget_client(cfg.index.chroma, layout.chroma_dir)  # release the store before its folder goes
     shutil.rmtree(layout.index_dir)
-    from ragrig.retrieval.index.chroma import _CLIENTS
-
-    _CLIENTS.pop(("embedded", str(layout.chroma_dir)), None)
     return plan
-
-
-def describe(plan: ResetPlan) -> str:
-    return json.dumps({"index_dir": str(plan.index_dir), "versions": plan.versions, "collections": plan.collections,
-                       "embedding_rows": plan.embedding_rows, "extract_rows": plan.extract_rows})

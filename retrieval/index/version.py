@@ -1,8 +1,8 @@
-"""A published index version, read-only: manifest, documents, chunks, BM25 and the Chroma collection."""
+"""A published index version, read-only: manifest, documents, chunks, BM25 and the Chroma collection
+(files as ``format.py`` defines them)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
@@ -11,20 +11,8 @@ from typing import Any
 from ragrig.configs.errors import IndexNotFoundError, RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index.format import BM25_DIR, read_chunks, read_documents, read_keywords, read_manifest
 from ragrig.retrieval.index.layout import Layout
-
-MANIFEST = "manifest.json"
-DOCUMENTS = "documents.jsonl"
-CHUNKS = "chunks.jsonl"
-KEYWORDS = "keywords.json"
-BM25_DIR = "bm25"
-
-
-def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
 
 
 class IndexVersion:
@@ -34,7 +22,7 @@ class IndexVersion:
         self.version = version
         self.dir = layout.version_dir(version)
         try:
-            self.manifest: dict[str, Any] = json.loads((self.dir / MANIFEST).read_text())
+            self.manifest: dict[str, Any] = read_manifest(self.dir)
         except FileNotFoundError:
             raise IndexNotFoundError(f"index version {version} at {self.dir} is incomplete (no manifest)") from None
 
@@ -50,15 +38,14 @@ class IndexVersion:
 
     @cached_property
     def chunks(self) -> list[Chunk]:
-        return [Chunk.from_dict(d) for d in iter_jsonl(self.dir / CHUNKS)]
+        return read_chunks(self.dir)
 
     @cached_property
     def chunk_index(self) -> dict[str, int]:
         return {c.chunk_id: i for i, c in enumerate(self.chunks)}
 
     def documents(self) -> Iterator[Document]:
-        for d in iter_jsonl(self.dir / DOCUMENTS):
-            yield Document.from_dict(d)
+        return read_documents(self.dir)
 
     @cached_property
     def documents_by_id(self) -> dict[str, Document]:
@@ -66,8 +53,12 @@ class IndexVersion:
 
     @cached_property
     def keywords(self) -> dict[str, Any]:
-        path = self.dir / KEYWORDS
-        return json.loads(path.read_text()) if path.exists() else {"terms": []}
+        return read_keywords(self.dir)
+
+    @property
+    def bm25_dir(self) -> Path:
+        """The folder ``Bm25Index.load`` reads."""
+        return self.dir / BM25_DIR
 
     @property
     def model_id(self) -> str:
@@ -84,4 +75,6 @@ class IndexVersion:
         try:
             return client.get_collection(self.collection_name)
         except Exception as exc:
-            raise RagrigError(f"Chroma collection {self.collection_name} of version {self.version} is missing: {exc}") from None
+            raise RagrigError(
+                f"Chroma collection {self.collection_name} of version {self.version} is missing: {exc}"
+            ) from None

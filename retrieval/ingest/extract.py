@@ -1,10 +1,10 @@
 """Extraction: raw documents -> Markdown with docling (md, html, docx, pptx, pdf); BEIR records as-is.
 
-One bad document never stops a batch: ``extract`` raises ``ExtractionError`` with a
-reason, and callers record it. YAML frontmatter is parsed into metadata before
-conversion so it never reaches the text. PDFs use docling's layout pipeline when
-its models are installed, otherwise the model-free native pipeline, with a
-warning that headings are lost.
+One bad document never stops a batch: ``Extractor.extract`` raises ``ExtractionError`` with a
+reason, and ``extract_sources`` (ingest's batch function, through the extraction cache) records it.
+YAML frontmatter is parsed into metadata before conversion so it never reaches the text. PDFs use
+docling's layout pipeline when its models are installed, otherwise the model-free native pipeline,
+with a warning that headings are lost.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ import re
 import threading
 from typing import Any
 
-from ragrig.retrieval.documents import Document, SourceDoc
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.cache.extractions import ExtractCache
+from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.markdown import parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
@@ -88,7 +91,8 @@ def check_zip(data: bytes, max_bytes: int) -> None:
         raise ExtractionError(f"not a valid Office file (bad zip: {exc})") from None
     if total > max_bytes:
         raise ExtractionError(
-            f"unzips to {total / 2**20:,.0f} MB > corpus.max_unzipped_mb ({max_bytes / 2**20:,.0f} MB): refused as a zip bomb"
+            f"unzips to {total / 2**20:,.0f} MB > corpus.max_unzipped_mb ({max_bytes / 2**20:,.0f} MB): "
+            "refused as a zip bomb"
         )
 
 
@@ -194,8 +198,64 @@ class Extractor:
         if not markdown.strip():
             raise ExtractionError("no text extracted")
         if len(markdown) > self.max_doc_chars:
-            raise ExtractionError(f"{len(markdown):,} characters extracted > corpus.max_doc_chars ({self.max_doc_chars:,})")
+            raise ExtractionError(
+                f"{len(markdown):,} characters extracted > corpus.max_doc_chars ({self.max_doc_chars:,})"
+            )
         meta["format"] = src.format
         return Document(
             doc_id=src.doc_id, sha256=src.sha256, format=src.format, markdown=markdown, metadata=meta, warnings=warnings
         )
+
+
+# ---- batches, as ingest runs them ----------------------------------------------
+BEIR_EXTRACTOR = "beir:v1"
+
+_EXTRACTORS: dict[tuple[str, str, int, float], Extractor] = {}
+_EXTRACT_CACHES: dict[str, ExtractCache] = {}
+
+
+def extractor_for(cfg: RagrigConfig) -> Extractor:
+    """This process's extractor for the config's extraction settings (one docling converter each)."""
+    c = cfg.corpus
+    key = (c.markdown_extractor, c.pdf_pipeline, c.max_doc_chars, c.max_unzipped_mb)
+    extractor = _EXTRACTORS.get(key)
+    if extractor is None:
+        extractor = _EXTRACTORS[key] = Extractor(*key)
+    return extractor
+
+
+def extractor_key(cfg: RagrigConfig, src: SourceDoc) -> str:
+    """What produced a document's Markdown; a stored document with another key is re-extracted."""
+    return BEIR_EXTRACTOR if src.format == "beir" else extractor_for(cfg).cache_key
+
+
+def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
+    """Extract a batch of documents; failures are returned, never raised (one bad file never stops a run).
+
+    A plain function of (config, batch) so Prefect can map it over batches on any task runner,
+    Dask workers in other processes included; each process keeps one extractor and cache connection.
+    """
+    extractor = extractor_for(cfg)
+    cache_path = Layout(cfg).extract_cache
+    cache = _EXTRACT_CACHES.get(str(cache_path))
+    if cache is None:
+        cache = _EXTRACT_CACHES[str(cache_path)] = ExtractCache(cache_path)
+    docs: list[Document] = []
+    failed: list[FailedDoc] = []
+    ckey = extractor.cache_key
+    for src in batch:
+        try:
+            cached = cache.get(src.sha256, ckey, src.doc_id) if src.format != "beir" else None
+            if cached is not None:
+                docs.append(cached)
+                continue
+            doc = extractor.extract(src)
+            doc.extractor = extractor_key(cfg, src)
+            if src.format != "beir":
+                cache.put(doc, ckey)
+            docs.append(doc)
+        except ExtractionError as exc:
+            failed.append(FailedDoc(src.doc_id, "extract", str(exc)))
+        except Exception as exc:  # a library crash on one file: record it, go on
+            failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
+    return docs, failed

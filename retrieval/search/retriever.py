@@ -28,7 +28,7 @@ from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.embedding import Embedder, model_id
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
-from ragrig.retrieval.index.version import BM25_DIR, IndexVersion
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.multihop.hops import multi_hop
 from ragrig.retrieval.multihop.terms import TermIndex
 from ragrig.retrieval.results import Hit, RetrievalResult, SourceScore
@@ -57,7 +57,7 @@ class Retriever:
         self.chunks: list[Chunk] = self.version.chunks
         self._rows = self.version.chunk_index
         self.headers = HeaderIndex(self.chunks)
-        bm25 = Bm25Index.load(self.version.dir / BM25_DIR, cfg.index.bm25)
+        bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
         self.sources = Sources(self.chunks, self._rows, bm25, self.version.collection(), self.headers)
         self.embedder = embedder or Embedder(cfg.embedding)
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:

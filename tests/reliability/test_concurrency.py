@@ -9,13 +9,17 @@ import time
 import pytest
 from ragrig.configs.errors import LockedError
 from ragrig.flows.cli import main
-from ragrig.retrieval.index.layout import Layout, ingest_lock
+from ragrig.retrieval.index.files import ingest_lock
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
 
 pytestmark = pytest.mark.slow
 
-DOCS = {"a.md": "# A\n\n## One\n\nThe first rule about moving.\n", "b.md": "# B\n\n## Two\n\nThe second rule about moving.\n"}
+DOCS = {
+    "a.md": "# A\n\n## One\n\nThe first rule about moving.\n",
+    "b.md": "# B\n\n## Two\n\nThe second rule about moving.\n",
+}
 
 
 def sets(corpus) -> list[str]:

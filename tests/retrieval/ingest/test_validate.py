@@ -22,7 +22,8 @@ def test_findings_by_level(tmp_path, write_files, make_config):
     assert (ERROR, "binary.md", "binary content (NUL bytes) in a text document") in got
     assert (WARNING, "flat.md", "no header at levels 2-4: one section for the whole file") in got
     assert (WARNING, "dup.md", "header path 'Rules > Cover' appears 2 times") in got
-    assert (INFO, "long.md", "section 'Long > Big' exceeds the model window: 4 pieces") in got  # 30-word paragraphs: one per 46-token budget
+    # 30-word paragraphs: one per 46-token budget
+    assert (INFO, "long.md", "section 'Long > Big' exceeds the model window: 4 pieces") in got
     assert not any(f.doc_id == "ok.md" for f in report.findings)
     assert report.files == 5 and not report.ok
 

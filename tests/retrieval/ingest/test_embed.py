@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig
-from ragrig.retrieval.embedding import Embedder, EmbeddingCache, embed_with_cache
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.ingest.embed import embed_with_cache
 
 
 class RecordingEmbedder(Embedder):

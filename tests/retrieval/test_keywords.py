@@ -1,9 +1,10 @@
-"""The keyword library: terms mined from header titles, counted in texts, and query casing normalisation."""
+"""The keyword library as query time reads it: terms mined from header titles, the stored format, and query
+casing normalisation (ingest's counting of mentions: tests/retrieval/ingest/test_keyword_mining.py)."""
 
 from __future__ import annotations
 
 import pytest
-from ragrig.retrieval.keywords import KeywordNormalizer, Term, build_library, count_in_texts, mine_terms
+from ragrig.retrieval.keywords import KeywordNormalizer, Term, mine_terms, to_library
 
 TITLES = ["Accurate x", "Lethal x+", 'Blast 2"', "IRON WARDEN - SHIELD WALL", "Escaping a Grapple", "AP"]
 
@@ -42,38 +43,22 @@ def test_mine_terms_limits():
     assert terms["spaced out"].term == "Spaced Out"
 
 
-def test_count_in_texts_whole_words_case_insensitive():
-    terms = mine_terms(["Accurate x", "Shield Wall"])
-    count_in_texts(terms, ["ACCURATE 1, accurate 2, inaccurate 3", "shield walls; Shield Wall."])
-    assert terms["accurate"].text_count == 2  # "inaccurate" is not a mention
-    assert terms["shield wall"].text_count == 1  # "shield walls" is not a mention
-    assert terms["accurate"].count == 3
-
-
-TEXTS = [
-    "Accurate 1 and lethal 5+. Escaping a grapple is hard.",
-    "The Iron Warden uses Shield Wall; shield wall again.",
-]
-
-
-def test_build_library_counts_and_order():
-    lib = build_library(TITLES, TEXTS)
-    assert lib["version"] == 1 and lib["min_length"] == 4
-    got = [(t["term"], t["kind"], t["header_count"], t["text_count"], t["count"]) for t in lib["terms"]]
-    assert got == [
-        ("SHIELD WALL", "part", 1, 2, 3),
-        ("Accurate", "parameterized", 1, 1, 2),
-        ("Escaping a Grapple", "phrase", 1, 1, 2),
-        ("IRON WARDEN", "part", 1, 1, 2),
-        ("Lethal", "parameterized", 1, 1, 2),
-        ("Blast", "parameterized", 1, 0, 1),
-        ("IRON WARDEN - SHIELD WALL", "phrase", 1, 0, 1),
-    ]
+def test_the_library_format_orders_terms_by_count_then_name():
+    terms = [Term("beta", "phrase", 1, 0), Term("Lethal", "parameterized", 1, 2), Term("Alpha", "part", 0, 1)]
+    assert to_library(terms, 5) == {
+        "version": 1,
+        "min_length": 5,
+        "terms": [
+            {"term": "Lethal", "kind": "parameterized", "header_count": 1, "text_count": 2, "count": 3},
+            {"term": "Alpha", "kind": "part", "header_count": 0, "text_count": 1, "count": 1},
+            {"term": "beta", "kind": "phrase", "header_count": 1, "text_count": 0, "count": 1},
+        ],
+    }
 
 
 @pytest.fixture
 def normalizer() -> KeywordNormalizer:
-    return KeywordNormalizer(build_library(TITLES, TEXTS))
+    return KeywordNormalizer(to_library(mine_terms(TITLES).values(), 4))
 
 
 @pytest.mark.parametrize(
@@ -110,34 +95,3 @@ def test_mentioned_in_order_of_first_mention(normalizer):
     assert normalizer.mentioned(text) == ["Escaping a Grapple", "Accurate", "Lethal", "SHIELD WALL"]
     assert normalizer.mentioned("Lethal 5+ before escaping a grapple") == ["Lethal", "Escaping a Grapple"]
     assert normalizer.mentioned("nothing relevant here, not even lethal") == []
-
-
-def _regex_counts(keys: list[str], texts: list[str]) -> dict[str, int]:
-    """The definition count_in_texts implements: a longest-first alternation between word boundaries."""
-    import re
-    from collections import Counter
-
-    rx = re.compile(r"(?<!\w)(" + "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)) + r")(?!\w)")
-    found = Counter(m.group(1) for t in texts for m in rx.finditer(t.casefold()))
-    return {k: found.get(k, 0) for k in keys}
-
-
-def test_count_in_texts_equals_the_regex_definition_on_random_texts():
-    import random
-
-    rng = random.Random(7)
-    # prefixes of each other, punctuation at either end, inner whitespace, terms that overlap
-    titles = ["Half", "Half-Elf", "Elf", "Armor Class (AC)", "(Optional) Rule", "Rule of Three", "Three",
-              "Spell Slots", "Spell", "d20 Test", "Test.", "Dash", "Dash Action"]
-    words = ["half", "Half-", "-elf", "elf", "elfish", "armor", "class", "(ac)", "(AC).", "(optional)", "x(optional)",
-             "rule", "of", "three", "three.", "(ac)s", "(AC)_", "spell", "slots", "spells", "d20", "test.", "test..", "dash", "action",
-             "_dash", "dash_", "—", "Spell\nSlots", "spell  slots"]
-    terms = mine_terms(titles)
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 25))).replace(" -", "-")
-             for _ in range(400)]
-    texts += ["Your Armor Class (AC) rises.", "armor class (ac)s", "x(optional) rule; (Optional) Rule of three", "a half-elf's half-elfish"]
-    count_in_texts(terms, texts)
-    expected = _regex_counts(list(terms), texts)
-    assert {k: t.text_count for k, t in terms.items()} == expected
-    assert sum(expected.values()) > 300  # the texts do mention the terms, in many combinations
-    assert expected["half-elf"] and expected["armor class (ac)"] and expected["(optional) rule"]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.format import CHUNKS, collection_name, iter_jsonl
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.version import BM25_DIR, CHUNKS, IndexVersion, iter_jsonl
+from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
@@ -54,7 +55,7 @@ def index_ids(cfg) -> tuple[list[str], list[str], int]:
     v = current(cfg)
     table = [d["chunk_id"] for d in iter_jsonl(v.dir / CHUNKS)]
     chroma = v.collection().get()["ids"]
-    bm25 = Bm25Index.load(v.dir / BM25_DIR, cfg.index.bm25).size
+    bm25 = Bm25Index.load(v.bm25_dir, cfg.index.bm25).size
     return table, chroma, bm25
 
 
@@ -72,7 +73,8 @@ def test_first_ingest_then_nothing_changed(corpus, make_config):
     cfg = make_config(corpus)
     s = ingest(cfg)
     assert (s.version, s.previous_version, s.published) == ("v000001", None, True)
-    assert (s.docs_seen, s.docs_new, s.docs_changed, s.docs_unchanged, s.docs_removed, s.docs_failed) == (4, 4, 0, 0, 0, 0)
+    counts = (s.docs_seen, s.docs_new, s.docs_changed, s.docs_unchanged, s.docs_removed, s.docs_failed)
+    assert counts == (4, 4, 0, 0, 0, 0)
     assert s.chunks == 8 and s.chunks_embedded == 8 and s.chunks_cached == 0 and s.chunks_over_window == 0
     ids = assert_consistent(cfg, 8)
     assert ids == ["a.md#0", "a.md#1", "a.md#2", "b.md#0", "b.md#1", "b.md#2", "c.md#0", "sub/d.md#0"]
@@ -128,7 +130,8 @@ def test_editing_one_file_re_extracts_and_embeds_only_what_changed(corpus, make_
 def test_adding_a_section_shifts_later_chunk_ids_but_embeds_only_new_text(corpus, make_config):
     cfg = make_config(corpus)
     ingest(cfg)
-    (corpus / "b.md").write_text(BETA.replace("## Shooting", "## Range\n\nSix inches.\n\n## Shooting"), encoding="utf-8")
+    beta = BETA.replace("## Shooting", "## Range\n\nSix inches.\n\n## Shooting")
+    (corpus / "b.md").write_text(beta, encoding="utf-8")
     s = ingest(cfg)
     chunks = current(cfg).chunks
     b = [(c.chunk_id, c.header_path) for c in chunks if c.doc_id == "b.md"]
@@ -162,14 +165,16 @@ def test_adding_a_file(corpus, make_config):
     assert (s.docs_new, s.docs_unchanged, s.chunks, s.chunks_embedded, s.chunks_cached) == (1, 4, 10, 2, 8)
     ids = assert_consistent(cfg, 10)
     # documents are in doc id order: the new file sits between c.md and sub/d.md
-    assert ids == ["a.md#0", "a.md#1", "a.md#2", "b.md#0", "b.md#1", "b.md#2", "c.md#0", "e.md#0", "e.md#1", "sub/d.md#0"]
+    assert ids == ["a.md#0", "a.md#1", "a.md#2", "b.md#0", "b.md#1", "b.md#2", "c.md#0", "e.md#0", "e.md#1",
+                   "sub/d.md#0"]
 
 
 def test_force_rebuilds_a_new_version_from_the_caches(corpus, make_config):
     cfg = make_config(corpus)
     first = ingest(cfg)
     s = ingest(cfg, force=True)
-    assert (s.published, s.version, s.docs_new, s.chunks, s.chunks_embedded, s.chunks_cached) == (True, "v000002", 4, 8, 0, 8)
+    got = (s.published, s.version, s.docs_new, s.chunks, s.chunks_embedded, s.chunks_cached)
+    assert got == (True, "v000002", 4, 8, 0, 8)
     assert Layout(cfg).published_versions() == ["v000001", "v000002"]
     assert first.version == "v000001"
     assert_consistent(cfg, 8)
@@ -202,7 +207,7 @@ def test_keep_versions_prunes_dirs_and_collections(corpus, make_config):
     assert sorted(p.name for p in layout.versions_dir.iterdir()) == ["v000002", "v000003"]
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
     names = sorted(n for n in chroma.list_collections(client) if n.startswith(layout.key))
-    assert names == [layout.collection_name("v000002"), layout.collection_name("v000003")]
+    assert names == [collection_name(layout.key, "v000002"), collection_name(layout.key, "v000003")]
     assert_consistent(cfg, 8)
 
 

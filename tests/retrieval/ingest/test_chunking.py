@@ -11,7 +11,8 @@ def doc(markdown: str, doc_id: str = "d.md", **metadata) -> Document:
     return Document(doc_id=doc_id, sha256="0" * 64, format="md", markdown=markdown, metadata=dict(metadata))
 
 
-def chunk(markdown: str, level: int = 3, max_tokens: int = 1000, drop_empty: bool = True, count=whitespace_counter, **meta):
+def chunk(markdown: str, level: int = 3, max_tokens: int = 1000, drop_empty: bool = True, count=whitespace_counter,
+          **meta):
     d = doc(markdown, **meta)
     chunks = chunk_document(d, ChunkingParams(level, max_tokens, drop_empty), count)
     check_invariants(d, chunks, max_tokens, count)
@@ -348,7 +349,8 @@ def test_invariants_on_a_mixed_document(max_tokens, level):
 @pytest.mark.slow
 def test_real_tokenizer_never_exceeds_the_window(embedder):
     sentences = " ".join(
-        f"Operative {i} may perform the Charge action, moving up to 6\" plus 2\" toward an enemy within range;" for i in range(60)
+        f"Operative {i} may perform the Charge action, moving up to 6\" plus 2\" toward an enemy within range;"
+        for i in range(60)
     )
     no_punct = " ".join(f"tokenisation{i}of{i}weird{i}words" for i in range(300))
     url = "https://example.com/" + "/".join(f"segment{i}" for i in range(200))

@@ -144,7 +144,8 @@ def test_corrupt_docx_raises_extraction_error(extractor, tmp_path, name, data):
         ("blank.md", b"  \n\n\t\n", "empty file"),
         ("empty.docx", b"", "empty file"),
         ("binary.md", bytes(range(256)) * 4, "binary content (NUL bytes) in a text document"),
-        ("latin1.md", "# Café\n\ncrème brûlée\n".encode("latin-1"), "not valid UTF-8 (invalid continuation byte at byte 5)"),
+        ("latin1.md", "# Café\n\ncrème brûlée\n".encode("latin-1"),
+         "not valid UTF-8 (invalid continuation byte at byte 5)"),
         ("only-frontmatter.md", b"---\ntitle: x\n---\n\n", "no text extracted"),
     ],
 )
@@ -177,7 +178,8 @@ def test_beir_markdown_title_is_h1_and_hashes_are_escaped():
 
 
 def test_beir_record_extracts_without_a_file(extractor):
-    src = SourceDoc(doc_id="doc-7", sha256="abc", format="beir", size=10, title="Scurvy", text="# Vitamin C\nprevents it.")
+    src = SourceDoc(doc_id="doc-7", sha256="abc", format="beir", size=10, title="Scurvy",
+                    text="# Vitamin C\nprevents it.")
     d = extractor.extract(src)
     assert d.markdown == "# Scurvy\n\n\\# Vitamin C\nprevents it.\n"
     assert (d.doc_id, d.sha256, d.format, d.metadata) == ("doc-7", "abc", "beir", {"title": "Scurvy"})

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 from ragrig.flows.cli import main
+from ragrig.retrieval.index.health import check_index
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
@@ -38,5 +39,12 @@ def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embe
     assert main([*args, "--yes"]) == 0
     assert not la.index_dir.exists() and lb.index_dir.exists()
     assert rows(la.embedding_cache, "vectors") == 1  # the shared section's vector stays: b still uses it
-    assert main(["health", "--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]) == 0
+    b_sets = ["--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+    assert main(["health", *b_sets]) == 0
     assert main([*args, "--yes"]) == 0 and "nothing to reset" in capsys.readouterr().out
+    # the same process ingests it again from scratch: a fresh Chroma client, not the one of the removed store
+    pipe = IngestPipeline(cfg_a)
+    pipe.embedder = embedder
+    again = pipe.run()
+    assert (again.version, again.chunks, again.chunks_embedded) == ("v000001", 2, 1)
+    assert check_index(cfg_a).ok

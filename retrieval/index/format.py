@@ -1,0 +1,158 @@
+"""The on-disk format of one index version: the one definition its writer (ingest's build step), its reader
+(``IndexVersion``), ``health`` and ``reset`` share.
+
+    versions/vNNNNNN/
+        documents.jsonl   one Document per line (``Document.to_dict``), in doc id order
+        chunks.jsonl      one Chunk per line (``Chunk.to_dict``), in corpus order: the row order of BM25 too
+        bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``)
+        keywords.json     the keyword library (``retrieval.keywords``)
+        config.yaml       the resolved config that built the version
+        manifest.json     written last: a folder without it is not a version
+    Chroma: one collection per version, named ``<index key>-<version>``, ids = chunk ids
+
+An index written by an earlier ragrig opens as long as these names and the manifest keys below stay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import Chunk, Document, sha256_text
+from ragrig.retrieval.index.files import write_json
+
+MANIFEST = "manifest.json"
+DOCUMENTS = "documents.jsonl"
+CHUNKS = "chunks.jsonl"
+KEYWORDS = "keywords.json"
+BM25_DIR = "bm25"
+CONFIG = "config.yaml"
+
+
+# ---- Chroma collections ------------------------------------------------------
+def collection_name(index_key: str, version: str) -> str:
+    return f"{index_key}-{version}"
+
+
+def collection_version(index_key: str, name: str) -> str | None:
+    """The version a collection of this index holds (``None``: the collection belongs to another index)."""
+    prefix = collection_name(index_key, "")
+    return name[len(prefix) :] if name.startswith(prefix) else None
+
+
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What a chunk's record in the collection carries besides its id and vector (for inspection: search
+    filters read the chunks table). Frontmatter fields get an ``fm_`` prefix."""
+    return {
+        "doc_id": chunk.doc_id,
+        "level": chunk.level,
+        "header": chunk.header,
+        **{f"fm_{k}": v for k, v in chunk.metadata.items() if k != "format"},
+        "format": chunk.metadata.get("format", ""),
+    }
+
+
+# ---- tables ------------------------------------------------------------------
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def write_tables(version_dir: Path, docs: Iterable[Document], chunks: Iterable[Chunk]) -> None:
+    write_jsonl(version_dir / DOCUMENTS, (d.to_dict() for d in docs))
+    write_jsonl(version_dir / CHUNKS, (c.to_dict() for c in chunks))
+
+
+def read_documents(version_dir: Path) -> Iterator[Document]:
+    for d in iter_jsonl(version_dir / DOCUMENTS):
+        yield Document.from_dict(d)
+
+
+def read_chunks(version_dir: Path) -> list[Chunk]:
+    return [Chunk.from_dict(d) for d in iter_jsonl(version_dir / CHUNKS)]
+
+
+def table_shas(version_dir: Path) -> tuple[set[str], set[str]]:
+    """The content hashes a version folder refers to: (chunk search texts, documents); the caches' keys.
+    A folder still being written (or left by a crash) counts with whatever tables it has."""
+    chunks: set[str] = set()
+    docs: set[str] = set()
+    if (version_dir / CHUNKS).is_file():
+        chunks.update(d["sha256"] for d in iter_jsonl(version_dir / CHUNKS))
+    if (version_dir / DOCUMENTS).is_file():
+        docs.update(d["sha256"] for d in iter_jsonl(version_dir / DOCUMENTS))
+    return chunks, docs
+
+
+# ---- keywords and config -------------------------------------------------------
+def write_keywords(version_dir: Path, library: dict[str, Any]) -> None:
+    write_json(version_dir / KEYWORDS, library)
+
+
+def read_keywords(version_dir: Path) -> dict[str, Any]:
+    path = version_dir / KEYWORDS
+    return json.loads(path.read_text()) if path.exists() else {"terms": []}
+
+
+def write_config(version_dir: Path, cfg: RagrigConfig) -> None:
+    (version_dir / CONFIG).write_text(cfg.to_yaml(), encoding="utf-8")
+
+
+# ---- manifest ----------------------------------------------------------------
+def chunk_ids_hash(chunk_ids: Iterable[str]) -> str:
+    """The manifest's ``chunk_ids_sha256``: what ``health`` checks the tables and stores against."""
+    return sha256_text("\n".join(chunk_ids))
+
+
+def new_manifest(
+    cfg: RagrigConfig,
+    *,
+    version: str,
+    index_key: str,
+    corpus_kind: str,
+    model_id: str,
+    dim: int,
+    docs: list[Document],
+    chunks: list[Chunk],
+    corpus_file: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest of a version built from ``cfg``. ``corpus_file`` (BEIR): the corpus file's hash and
+    extractor, and what failed in it, so an unchanged file is recognised without parsing it."""
+    manifest: dict[str, Any] = {
+        "version": version,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "index_key": index_key,
+        "ingest_hash": cfg.ingest_hash(),
+        "fingerprint": cfg.ingest_fingerprint(),
+        "corpus_kind": corpus_kind,
+        "embedding": {"model_id": model_id, "dim": dim, "model": cfg.embedding.model},
+        "chroma": {"mode": cfg.index.chroma.mode, "collection": collection_name(index_key, version)},
+        "counts": {"documents": len(docs), "chunks": len(chunks)},
+        "chunk_ids_sha256": chunk_ids_hash(c.chunk_id for c in chunks),
+        "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
+    }
+    if corpus_file is not None:
+        manifest["corpus_file"] = corpus_file
+    return manifest
+
+
+def write_manifest(version_dir: Path, manifest: dict[str, Any]) -> None:
+    """Atomically; the last file of a version (its presence is what makes the folder a version)."""
+    write_json(version_dir / MANIFEST, manifest)
+
+
+def read_manifest(version_dir: Path) -> dict[str, Any]:
+    """Raises FileNotFoundError for a folder without one, json.JSONDecodeError for a damaged one."""
+    return json.loads((version_dir / MANIFEST).read_text())

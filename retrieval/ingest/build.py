@@ -1,0 +1,66 @@
+"""Ingest's build step: write a complete new index version in the format of ``index/format.py`` (tables,
+BM25, keyword library, Chroma collection, config, manifest last) and move it into place, not yet published.
+
+``mark(point)`` is called between the parts ("index:tables", "index:bm25", "index:chroma"): the crash
+tests kill the process there and check that no broken version is ever published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index import chroma, publish
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.format import (
+    BM25_DIR,
+    chunk_metadata,
+    collection_name,
+    new_manifest,
+    write_config,
+    write_keywords,
+    write_manifest,
+    write_tables,
+)
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.keyword_mining import build_library
+from ragrig.retrieval.markdown import parse_headers
+
+
+def build_version(
+    cfg: RagrigConfig,
+    layout: Layout,
+    docs: list[Document],
+    chunks: list[Chunk],
+    vectors: np.ndarray,
+    *,
+    model_id: str,
+    dim: int,
+    corpus_kind: str,
+    corpus_file: dict[str, Any] | None = None,
+    mark: Callable[[str], None] = lambda point: None,
+) -> str:
+    """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk) and return its name.
+    ``model_id`` and ``dim``: the embedding function's identity and width; ``corpus_kind``: directory or beir;
+    ``corpus_file``: see ``format.new_manifest``."""
+    version, staged = publish.stage(layout)
+    write_tables(staged, docs, chunks)
+    mark("index:tables")
+    Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25).save(staged / BM25_DIR)
+    titles = [h.title for d in docs for h in parse_headers(d.markdown)]
+    write_keywords(staged, build_library(titles, [c.text for c in chunks]))
+    mark("index:bm25")
+    client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
+    col = chroma.create_collection(client, collection_name(layout.key, version), dim)
+    if chunks:
+        chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, [chunk_metadata(c) for c in chunks])
+    mark("index:chroma")
+    write_config(staged, cfg)
+    manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind,
+                                   model_id=model_id, dim=dim, docs=docs, chunks=chunks, corpus_file=corpus_file)
+    write_manifest(staged, manifest)
+    publish.complete(layout, version, staged)
+    return version

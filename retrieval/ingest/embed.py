@@ -1,0 +1,58 @@
+"""Ingest's embedding step: vectors for chunk texts through the embedding cache, new texts in token-ordered
+batches, with cache writes along the way so an interrupted run keeps what it paid for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.embedding import Embedder
+
+
+def embed_with_cache(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: Sequence[str],
+    shas: Sequence[str],
+    *,
+    tokens: Sequence[int] | None = None,
+    progress: bool = False,
+    on_batch: Callable[[int], None] | None = None,
+    chunk_size: int = 512,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
+
+    Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
+    texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
+    to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
+    """
+    cached = cache.get_many(embedder.id, shas)
+    missing = [i for i, sha in enumerate(shas) if sha not in cached]
+    if tokens is None:
+        lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []
+    else:
+        lengths = [tokens[i] for i in missing]
+    todo: dict[str, tuple[str, int]] = {}  # sha -> (text, tokens), first occurrence
+    for i, n in zip(missing, lengths):
+        todo.setdefault(shas[i], (texts[i], n))
+    items = sorted(todo.items(), key=lambda it: -it[1][1])
+    bar = None
+    if progress and items:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), desc="embed", unit="chunk")
+    for i in range(0, len(items), chunk_size):
+        part = items[i : i + chunk_size]
+        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
+                                      on_batch=bar.update if bar is not None else None)
+        new = [(sha, v) for (sha, _), v in zip(part, vecs)]
+        cache.put_many(embedder.id, new)
+        cached.update(new)
+        if on_batch is not None:
+            on_batch(len(part))
+    if bar is not None:
+        bar.close()
+    if not shas:
+        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+    return np.vstack([cached[s] for s in shas]).astype(np.float32), len(items)

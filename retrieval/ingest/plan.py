@@ -1,0 +1,115 @@
+"""The diff against the published version: which documents to (re-)extract, which to carry over with their
+chunks, which are gone; and, after extraction and chunking, the new version's documents and chunks.
+
+A document is carried over when its content sha256 and its extractor are the ones the published version
+holds. A document that fails now (cannot be read, extracted or chunked) keeps its last good version: a bad
+edit never loses data. A BEIR corpus is one file, so when that file's hash is the one the published
+version was built from, nothing is parsed at all (``unchanged_corpus_file``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import Chunk, Document, SourceDoc
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.discover import beir_file, file_sha256
+from ragrig.retrieval.ingest.extract import BEIR_EXTRACTOR
+
+
+@dataclass
+class Plan:
+    sources: list[SourceDoc]
+    to_extract: list[SourceDoc]
+    reused: list[Document]  # unchanged documents carried over from the published version
+    reused_chunks: dict[str, list[Chunk]]
+    removed: list[str]
+    previous: str | None  # the version diffed against (None: no published version, or --force)
+    previous_docs: dict[str, Document] = field(default_factory=dict)  # to keep a last good version on failure
+    new: int = 0  # of to_extract: documents the published version does not have
+    changed: int = 0  # of to_extract: documents it has with other content or another extractor
+
+    @property
+    def changed_nothing(self) -> bool:
+        """Nothing to extract, nothing removed, and a version to keep (never under --force)."""
+        return not self.to_extract and not self.removed and self.previous is not None
+
+    def only_failures(self, extracted: list[Document]) -> bool:
+        """Every document to (re-)extract failed and none was removed: the published version still holds."""
+        return self.previous is not None and not extracted and not self.removed
+
+
+def plan_changes(
+    sources: list[SourceDoc],
+    previous: IndexVersion | None,
+    failed: Iterable[str],
+    extractor_key: Callable[[SourceDoc], str],
+) -> Plan:
+    """Diff ``sources`` against ``previous`` (None: everything is new). ``failed``: documents that could not
+    be read this time; ``extractor_key(src)``: what would extract ``src`` now."""
+    prev_docs = previous.documents_by_id if previous is not None else {}
+    plan = Plan(sources, [], [], {}, [], previous.version if previous is not None else None, prev_docs)
+    seen: set[str] = set()
+    for src in sources:
+        seen.add(src.doc_id)
+        old = prev_docs.get(src.doc_id)
+        if old is not None and old.sha256 == src.sha256 and old.extractor == extractor_key(src):
+            plan.reused.append(old)
+        else:
+            plan.to_extract.append(src)
+            if old is None:
+                plan.new += 1
+            else:
+                plan.changed += 1
+    # a document that now fails to be read is not "removed": keep its last good version
+    for doc_id in sorted(set(failed) & set(prev_docs)):
+        plan.reused.append(prev_docs[doc_id])
+        seen.add(doc_id)
+    plan.removed = sorted(set(prev_docs) - seen)
+    if previous is not None and (plan.to_extract or plan.removed):  # the old chunks matter only on a change
+        by_doc: dict[str, list[Chunk]] = defaultdict(list)
+        for c in previous.chunks:
+            by_doc[c.doc_id].append(c)
+        plan.reused_chunks = dict(by_doc)
+    return plan
+
+
+def assemble(plan: Plan, extracted: list[Document], new_chunks: list[Chunk],
+             failed: set[str]) -> tuple[list[Document], list[Chunk]]:
+    """All documents and chunks of the new version, in doc id order. ``failed``: documents that failed
+    extraction or chunking; those the published version holds keep their last good version."""
+    kept = [plan.previous_docs[i] for i in sorted(failed) if i in plan.previous_docs]
+    docs_by_id = {d.doc_id: d for d in [*plan.reused, *kept]}
+    docs_by_id.update({d.doc_id: d for d in extracted if d.doc_id not in failed})
+    chunks_by_doc: dict[str, list[Chunk]] = defaultdict(list)
+    for d in [*plan.reused, *kept]:
+        chunks_by_doc[d.doc_id] = list(plan.reused_chunks.get(d.doc_id, []))
+    for c in new_chunks:
+        if c.doc_id not in failed:
+            chunks_by_doc[c.doc_id].append(c)
+    order = sorted(docs_by_id)
+    docs = [docs_by_id[i] for i in order]
+    chunks = [c for i in order for c in chunks_by_doc.get(i, [])]
+    return docs, chunks
+
+
+def corpus_file_record(cfg: RagrigConfig) -> dict[str, Any]:
+    """A BEIR corpus file's identity, as the manifest's ``corpus_file`` stores it (with ``failed`` added)."""
+    return {"sha256": file_sha256(beir_file(cfg.corpus)), "extractor": BEIR_EXTRACTOR}
+
+
+def unchanged_corpus_file(record: dict[str, Any], manifest: dict[str, Any]) -> list[dict[str, str]] | None:
+    """When a version was built from exactly this file (same bytes, same extractor) and nothing but bad
+    records failed in it (the same bytes repeat those), the failures it recorded: nothing can have changed.
+    Else None: the file must be parsed (a later-stage failure is retried that way)."""
+    before = manifest.get("corpus_file")
+    if not isinstance(before, dict) or {k: before.get(k) for k in record} != record:
+        return None
+    failed = before.get("failed", [])
+    if any(f.get("stage") != "discover" for f in failed):
+        return None
+    return list(failed)

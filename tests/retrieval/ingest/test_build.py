@@ -1,0 +1,86 @@
+"""The build step writes a version the reader opens and health passes, file for file the version the previous
+code wrote from the same documents and chunks (tests/fixtures/index-v1); a crash inside it publishes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.index import publish
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.format import MANIFEST, read_chunks, read_documents, read_manifest
+from ragrig.retrieval.index.health import check_version
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.build import build_version
+
+LEGACY = Path(__file__).resolve().parents[2] / "fixtures" / "index-v1"
+
+
+@pytest.fixture
+def legacy():
+    """The fixture's config (the home comes from RAGRIG_HOME), documents, chunks and one vector per chunk."""
+    cfg = RagrigConfig.model_validate(yaml.safe_load((LEGACY / "v000001" / "config.yaml").read_text()))
+    docs, chunks = list(read_documents(LEGACY / "v000001")), read_chunks(LEGACY / "v000001")
+    vectors = np.random.default_rng(3).normal(size=(len(chunks), 384)).astype(np.float32)
+    return cfg, docs, chunks, vectors
+
+
+def build(cfg, docs, chunks, vectors, **kw) -> str:
+    return build_version(cfg, Layout(cfg), docs, chunks, vectors, model_id="sentence-transformers/all-MiniLM-L6-v2",
+                         dim=384, corpus_kind="directory", **kw)
+
+
+def test_the_built_version_is_the_legacy_one_and_opens(legacy):
+    cfg, docs, chunks, vectors = legacy
+    marks: list[str] = []
+    version = build(cfg, docs, chunks, vectors, mark=marks.append)
+    layout = Layout(cfg)
+    assert version == "v000001" and marks == ["index:tables", "index:bm25", "index:chroma"]
+    assert layout.published_versions() == ["v000001"] and layout.leftovers() == []
+    assert layout.current_version() is None  # built, not published
+    new, old = layout.version_dir(version), LEGACY / "v000001"
+    files = sorted(str(p.relative_to(old)) for p in old.rglob("*") if p.is_file())
+    assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == files
+    for name in files:
+        if name != MANIFEST and not name.startswith("bm25/"):
+            assert (new / name).read_bytes() == (old / name).read_bytes(), name
+    # bm25s numbers its vocabulary in set order (it varies with the hash seed): compare term by term
+    vocab = json.loads((old / "bm25" / "vocab.index.json").read_text())
+    assert set(json.loads((new / "bm25" / "vocab.index.json").read_text())) == set(vocab)
+    bm25_old, bm25_new = Bm25Index.load(old / "bm25", cfg.index.bm25), Bm25Index.load(new / "bm25", cfg.index.bm25)
+    terms = [t for t in vocab if t]  # "" is bm25s' placeholder for an empty document, never a query token
+    assert len(terms) == 19 and all(np.array_equal(bm25_new.scores([t]), bm25_old.scores([t])) for t in terms)
+    before, after = read_manifest(old), read_manifest(new)
+    assert before.pop("created") and after.pop("created")
+    assert after == before
+
+    v = IndexVersion(cfg, layout, version)
+    col = v.collection()
+    got = col.get(include=["metadatas", "embeddings"])
+    records = json.loads((LEGACY / "chroma-records.json").read_text())
+    assert col.metadata == records["collection_metadata"]
+    assert got["ids"] == records["ids"] and got["metadatas"] == records["metadatas"]
+    assert np.allclose(np.asarray(got["embeddings"]), vectors)
+    assert [c.chunk_id for c in v.chunks] == got["ids"]
+    health = check_version(cfg, layout, version, current=False)
+    assert health.ok and (health.chunks, health.documents) == (5, 2)
+
+
+def test_a_crash_inside_the_build_leaves_a_leftover_and_no_version(legacy):
+    cfg, docs, chunks, vectors = legacy
+    layout = Layout(cfg)
+
+    def crash(point: str) -> None:
+        if point == "index:chroma":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build(cfg, docs, chunks, vectors, mark=crash)
+    assert layout.published_versions() == [] and [p.name for p in layout.leftovers()] == [".tmp-v000001"]
+    assert publish.sweep_leftovers(layout, cfg.index.chroma) == [".tmp-v000001", "legacy-10950c2f4f-v000001"]
+    assert build(cfg, docs, chunks, vectors) == "v000001"  # the next run builds it whole
