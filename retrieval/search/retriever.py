@@ -7,6 +7,9 @@
 Every stage works on a batch; ``search`` is a batch of one (plus the query cache). Deterministic: rankings
 break ties by (-score, chunk id). Explainable: each hit carries its rank and score in every source, and each
 result its normalised and expanded query, per-source candidate counts and per-stage timings.
+
+The stages themselves are functions in sources/candidates/fusion/select/shaping; this module (~340 lines) is the
+facade plus the batch's orchestration (memo keys, timings, Hits), which reads the index the facade holds.
 """
 
 from __future__ import annotations
