@@ -125,21 +125,29 @@ class JudgeConfig(Strict):
     max_context_chars: int = Field(6000, ge=200)
 
 
+TOP_K_MAX = 1000
+MAX_HOPS_MAX = 5
+
+
 class RetrievalConfig(Strict):
-    top_k: int = Field(10, ge=1, le=1000)
+    top_k: int = Field(10, ge=1, le=TOP_K_MAX)
     candidates: int = Field(100, ge=1, le=10000)
     fusion: FusionConfig = Field(default_factory=FusionConfig)
-    min_relevance: float = Field(0.0, ge=0)
+    min_relevance: float = Field(0.0, ge=0, le=1, description=(
+        "absolute floor on a hit's calibrated relevance (the share of unrelated pairs of this corpus its "
+        "query-chunk similarity beats); 0 disables it"))
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
     normalise: bool = True
     expansion: bool = True
     synonyms: str | None = None
     header_threshold: float = Field(0.85, ge=0, le=1)
     max_query_chars: int = Field(2000, ge=10)
-    max_hops: int = Field(0, ge=0, le=5)
+    max_hops: int = Field(0, ge=0, le=MAX_HOPS_MAX)
     hop_chunks: int = Field(3, ge=1, le=50)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
-    section_expansion_tokens: int = Field(0, ge=0)
+    section_expansion_tokens: int = Field(0, ge=0, description=(
+        "a matched chunk brings the rest of its own section (its other pieces, then its subsections) within "
+        "this token budget; 0 disables it"))
     dedup: bool = True
     cache_size: int = Field(256, ge=0)
     cache_ttl_s: float = Field(600.0, ge=0)

@@ -31,7 +31,7 @@ _EXPORTS = {
     "Retriever": "ragrig.retrieval.search.retriever",
     "RetrievalResult": "ragrig.retrieval.results",
     "Hit": "ragrig.retrieval.results",
-    "Filters": "ragrig.retrieval.search.filters",
+    "Filters": "ragrig.retrieval.filters",
     "evaluate": "ragrig.eval.evaluate:evaluate_testsets",
     "RagrigError": "ragrig.configs.errors",
     "InputError": "ragrig.configs.errors",
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ragrig.configs.models import RagrigConfig
     from ragrig.eval.evaluate import evaluate_testsets as evaluate
     from ragrig.retrieval.results import Hit, RetrievalResult
-    from ragrig.retrieval.search.filters import Filters
+    from ragrig.retrieval.filters import Filters
     from ragrig.retrieval.search.retriever import Retriever
 
 

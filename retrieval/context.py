@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragrig.configs.errors import InputError
 from ragrig.retrieval.results import Hit
 
 
@@ -28,6 +29,8 @@ def format_block(n: int, hit: Hit) -> str:
 def build_context(hits: Sequence[Hit], budget: int, count: Callable[[Sequence[str]], list[int]]) -> Context:
     """Add blocks in rank order while they fit the budget; a block that does not fit is skipped (a later,
     smaller one may still fit), so the context never exceeds ``budget`` tokens."""
+    if not isinstance(budget, int) or budget < 1:
+        raise InputError(f"the context budget must be a positive number of tokens (got {budget!r})")
     blocks: list[str] = []
     cites: dict[int, str] = {}
     used = 0

@@ -29,13 +29,14 @@ class Hit:
     start: int = 0
     end: int = 0
     tokens: int = 0
+    relevance: float | None = None  # calibrated 0..1 (the share of unrelated pairs it beats), when computed
 
     @classmethod
     def from_chunk(cls, c: Chunk, score: float, sources: dict[str, SourceScore] | None = None, hop: int = 0,
-                   reason: str = "") -> Hit:
+                   reason: str = "", relevance: float | None = None) -> Hit:
         return cls(chunk_id=c.chunk_id, doc_id=c.doc_id, header_path=list(c.header_path), text=c.text,
                    score=float(score), sources=sources or {}, hop=hop, reason=reason, start=c.start, end=c.end,
-                   tokens=c.tokens)
+                   tokens=c.tokens, relevance=relevance)
 
     @property
     def header(self) -> str:

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
 
 def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.retrieval.context import build_context
-    from ragrig.retrieval.search.filters import Filters
+    from ragrig.retrieval.filters import Filters
     from ragrig.retrieval.search.retriever import Retriever
 
     filters = Filters.parse(args.filter)

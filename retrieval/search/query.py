@@ -53,12 +53,21 @@ def load_synonyms(path: str | Path | None) -> Synonyms:
     return out
 
 
+_END = r"[?.!]*$"
 _COMPARISON = [
-    re.compile(r"^(?:what(?:'s| is| are)\s+)?(?:the\s+)?differences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)[?.!]*$", re.I),
-    re.compile(r"^(?:how\s+(?:does|do|is|are)\s+)?compare\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)[?.!]*$", re.I),
-    re.compile(r"^(?:how\s+(?:does|do)\s+)?(?P<a>.+?)\s+compare\s+(?:to|with)\s+(?P<b>.+?)[?.!]*$", re.I),
-    re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)[?.!]*$", re.I),
+    re.compile(r"^(?:what(?:'s| is| are)\s+)?(?:the\s+)?differences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)" + _END, re.I),
+    re.compile(r"^(?:how\s+(?:does|do|is|are)\s+)?compare\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)" + _END,
+               re.I),
+    re.compile(r"^(?:how\s+(?:does|do)\s+)?(?P<a>.+?)\s+compare\s+(?:to|with)\s+(?P<b>.+?)" + _END, re.I),
+    re.compile(r"^(?:how|in\s+what\s+ways?)\s+(?:do|does|did)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+differ\b.*$", re.I),
+    re.compile(r"^(?:how\s+(?:is|are|does|do)\s+)?(?P<a>.+?)\s+(?:different|differs?)\s+from\s+(?P<b>.+?)" + _END, re.I),
+    re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)" + _END, re.I),
 ]
+# "X or Y: what's the difference?", "Torrent vs Blast - what's the difference", "what's the difference: X or Y"
+_DIFFERENCE = r"(?:what(?:'s| is| are)\s+)?(?:the\s+)?(?:main\s+|real\s+)?differences?"
+_TRAILING = re.compile(r"^(?P<body>.+?)\s*[-–—:;,(]\s*" + _DIFFERENCE + r"\)?" + _END, re.I)
+_LEADING = re.compile(r"^" + _DIFFERENCE + r"\s*[-–—:;,]\s*(?P<body>.+?)" + _END, re.I)
+_PAIR = re.compile(r"^(?P<a>.+?)\s+(?:or|and|vs\.?|versus)\s+(?P<b>.+?)" + _END, re.I)
 _LEAD = re.compile(r"^(?:the|a|an|using|use|rule|rules)\s+", re.I)
 
 
@@ -70,21 +79,32 @@ def _clean_entity(text: str) -> str:
     return text.strip()
 
 
-def detect_comparison(query: str) -> list[str] | None:
-    """Entities of a comparison query ("X vs Y", "compare X and Y", "difference between X and Y"), else None.
+def _entities(a: str, b: str) -> list[str] | None:
+    parts = [p for p in re.split(r"\s*,\s*", a) if p] + [b]
+    ents = [e for e in (_clean_entity(p) for p in parts) if e]
+    return ents if len(ents) >= 2 else None
 
-    "compare A, B and C" yields three entities.
-    """
+
+def detect_comparison(query: str) -> list[str] | None:
+    """Entities of a comparison query, else None: "X vs Y", "compare X and Y", "difference between X and Y",
+    "how do X and Y differ", "how is X different from Y", and a pair ("X or Y", "X and Y", "X vs Y") before or
+    after a "what's the difference" clause. "compare A, B and C" yields three entities; a clause is never taken
+    for an entity ("Torrent - what's the difference" compares nothing)."""
+    q = query.strip()
+    clause = _TRAILING.match(q) or _LEADING.match(q)
+    if clause:
+        body = clause.group("body").strip()
+        for rx in (*_COMPARISON, _PAIR):
+            m = rx.match(body)
+            if m:
+                return _entities(m.group("a"), m.group("b"))
+        return None
     for rx in _COMPARISON:
-        m = rx.match(query.strip())
-        if not m:
-            continue
-        a, b = m.group("a"), m.group("b")
-        parts = [p for p in re.split(r"\s*,\s*", a) if p] + [b]
-        ents = [_clean_entity(p) for p in parts]
-        ents = [e for e in ents if e]
-        if len(ents) >= 2:
-            return ents
+        m = rx.match(q)
+        if m:
+            ents = _entities(m.group("a"), m.group("b"))
+            if ents:
+                return ents
     return None
 
 
@@ -112,16 +132,17 @@ class QueryProcessor:
         self.expansion = expansion
         self.max_chars = max_chars
         self._syn: list[tuple[re.Pattern[str], str]] = []
+        self._named = {term: re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)", re.I) for term in (synonyms or {})}
         for term, words in (synonyms or {}).items():
             for w in sorted(set(words), key=len, reverse=True):
                 self._syn.append((re.compile(r"(?<!\w)" + re.escape(w) + r"(?!\w)", re.I), term))
 
     def expand(self, text: str) -> list[str]:
-        """Official terms whose user words the text uses (and that it does not already name)."""
+        """Official terms whose user words the text uses (and that it does not already name, as whole words:
+        "redeploy" does not name "ploy")."""
         found: list[str] = []
-        low = text.casefold()
         for rx, term in self._syn:
-            if term not in found and rx.search(text) and term.casefold() not in low:
+            if term not in found and rx.search(text) and not self._named[term].search(text):
                 found.append(term)
         return found
 

@@ -24,19 +24,20 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from ragrig.configs.errors import ModelMismatchError
-from ragrig.configs.models import RagrigConfig, RetrievalConfig
+from ragrig.configs.errors import InputError, ModelMismatchError
+from ragrig.configs.models import MAX_HOPS_MAX, TOP_K_MAX, RagrigConfig, RetrievalConfig
 from ragrig.retrieval.cache.queries import QueryCache
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.embedding import Embedder, model_id
+from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.multihop.hops import multi_hop
 from ragrig.retrieval.multihop.terms import TermIndex
 from ragrig.retrieval.results import Hit, RetrievalResult, SourceScore
+from ragrig.retrieval.search.calibration import Calibration, calibrate, sample_rows, sample_titles
 from ragrig.retrieval.search.candidates import SOURCES, CandidateBatch, CandidateSet, ChunkOrder, DedupKeys
-from ragrig.retrieval.search.filters import Filters
 from ragrig.retrieval.search.fusion import fuse
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_synonyms
@@ -85,11 +86,28 @@ class Retriever:
         return TermIndex(self.version.keywords, self.chunks)
 
     @cached_property
-    def _sections(self) -> dict[tuple[str, tuple[str, ...]], list[Chunk]]:
-        out: dict[tuple[str, tuple[str, ...]], list[Chunk]] = defaultdict(list)
+    def calibration(self) -> Calibration:
+        """The index's absolute relevance scale (made on first use: a floor needs it)."""
+        titles = sample_titles(self.chunks)
+        rows = sample_rows(len(self.chunks))
+        vecs = self.embedder.encode_queries([t for t, _ in titles]) if titles else np.zeros((0, 0))
+        return calibrate([d for _, d in titles], _unit(vecs), [self.chunks[r].doc_id for r in rows.tolist()],
+                         _unit(self.sources.vectors_of(rows)))
+
+    @cached_property
+    def _by_doc(self) -> dict[str, list[Chunk]]:
+        out: dict[str, list[Chunk]] = defaultdict(list)
         for c in self.chunks:
-            out[(c.doc_id, tuple(c.header_path[:-1]))].append(c)
+            out[c.doc_id].append(c)
         return out
+
+    def own_section(self, c: Chunk) -> list[Chunk]:
+        """The chunks of ``c``'s own section, in document order: its other pieces and its subsections (none for
+        text before a document's first header)."""
+        n = len(c.header_path)
+        if not n or c.level == 0:
+            return []
+        return [x for x in self._by_doc[c.doc_id] if x.level >= c.level and x.header_path[:n] == c.header_path]
 
     def _warm(self) -> float:
         """Load what the first query would otherwise pay for (Chroma's HNSW segment, BM25 matrices)."""
@@ -127,8 +145,9 @@ class Retriever:
         """Hybrid retrieval for one query (a batch of one), through the query cache; ``max_hops`` (default:
         retrieval.max_hops) > 0 adds multi-hop."""
         r = retrieval or self.cfg.retrieval
-        k = top_k or r.top_k
+        k = r.top_k if top_k is None else top_k
         hops = r.max_hops if max_hops is None else max_hops
+        _check_depth(k, [hops])
         memo = CandidateMemo()
         key = None
         if use_cache:
@@ -150,7 +169,8 @@ class Retriever:
         ``hits`` only (the whole ranking is in ``result.ranked`` either way). ``memo``: candidates computed
         once and reused across calls over this index version (sweeps pass one; a fresh one otherwise)."""
         r = retrieval or self.cfg.retrieval
-        k = top_k or r.top_k
+        k = r.top_k if top_k is None else top_k
+        _check_depth(k, max_hops)
         memo = memo if memo is not None else CandidateMemo()
         hop_list = [r.max_hops if max_hops is None or max_hops[i] is None else max_hops[i] for i in range(len(queries))]
         # a batch allocates many short-lived objects over a large live heap (chunks, candidate memo): cyclic GC
@@ -174,7 +194,8 @@ class Retriever:
         fused = fuse(batch, r.fusion)
         shaped = [bool(pq.comparison) or r.adaptive.enabled or r.section_expansion_tokens > 0 for pq in processed]
         enough = max(k, r.adaptive.max_results if r.adaptive.enabled else 0)
-        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in processed], self.dedup)
+        relevance = self._relevance(batch, processed, memo) if r.min_relevance > 0 else None
+        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in processed], self.dedup, relevance)
         share = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
         pins = self._entity_rows(processed, r, filters, memo)
         starts = batch.bounds()
@@ -186,7 +207,7 @@ class Retriever:
             rows = batch.rows[elems].tolist()
             full = shaped[q] or hops[q] > 0
             n = len(rows) if full or n_hits is None else min(n_hits, len(rows))
-            hit_list = [self._hit(row, score, cs, int(e) - first)
+            hit_list = [self._hit(row, score, cs, int(e) - first, None if relevance is None else float(relevance[e]))
                         for row, score, e in zip(rows[:n], scores[:n].tolist(), elems[:n].tolist())]
             if shaped[q]:
                 hit_list = self._shape(hit_list, pins.get(q, []), cs, r, k)
@@ -201,7 +222,7 @@ class Retriever:
                                   timings_ms=t[q], candidates={s: len(memo.runs[key]) for s, key in keys[q].items()},
                                   ranked=ranked)
             if hops[q] > 0:
-                res = multi_hop(self, res, r, k, hops[q])
+                res = multi_hop(self, res, r, k, hops[q], filters=filters)
                 res.ranked = [self.chunks[self._rows[h.chunk_id]] for h in res.hits]
             if n_hits is not None:
                 res.hits = res.hits[:n_hits]
@@ -226,7 +247,8 @@ class Retriever:
     def _active(self, r: RetrievalConfig) -> list[str]:
         return [s for s in SOURCES if r.fusion.weights.get(s, 0.0) > 0]
 
-    def _mask(self, filters: Filters | None) -> np.ndarray | None:
+    def mask(self, filters: Filters | None) -> np.ndarray | None:
+        """Which chunk rows the filters allow (None: all), made once per filter."""
         if filters is None:
             return None
         m = self._masks.get(filters)
@@ -238,7 +260,7 @@ class Retriever:
                     memo: CandidateMemo, t: list[dict[str, float]]) -> list[dict[str, Hashable]]:
         """Each active source's candidates per query, into ``memo.runs`` (unless already there); returns their
         keys. Vector candidates of every query come from one encode call and one Chroma query."""
-        active, mask, depth = self._active(r), self._mask(filters), r.candidates
+        active, mask, depth = self._active(r), self.mask(filters), r.candidates
         keys: list[dict[str, Hashable]] = []
         for pq in processed:
             keys.append({s: (s, pq.bm25_text, depth, filters) if s == "bm25" else
@@ -277,9 +299,30 @@ class Retriever:
             {key[0]: memo.runs[key] for key in sk}, self.order, self.dedup)) for sk in set_keys]
         return memo.get(memo.batches, tuple(set_keys), lambda: CandidateBatch.of(sets))
 
-    def _hit(self, row: int, score: float, cs: CandidateSet, i: int | None) -> Hit:
+    def _hit(self, row: int, score: float, cs: CandidateSet, i: int | None, relevance: float | None = None) -> Hit:
         srcs = {} if i is None else {s: SourceScore(rank, sc) for s, (rank, sc) in cs.sources_of(i).items()}
-        return Hit.from_chunk(self.chunks[row], score, srcs)
+        return Hit.from_chunk(self.chunks[row], score, srcs, relevance=relevance)
+
+    def _relevance(self, batch: CandidateBatch, processed: list[ProcessedQuery], memo: CandidateMemo) -> np.ndarray:
+        """Each batch element's calibrated relevance: its query-chunk similarity (the vector source's score where
+        it returned the chunk, else from the stored vectors) on the index's calibrated scale."""
+        sims = np.full(len(batch.rows), np.nan)
+        if "vector" in batch.rank:
+            has = batch.rank["vector"] > 0
+            sims[has] = np.concatenate([c.score["vector"] if "vector" in c.runs else np.zeros(len(c))
+                                        for c in batch.sets])[has]
+        missing = np.nonzero(np.isnan(sims))[0]
+        if len(missing):
+            texts = [pq.text for pq in processed]
+            fresh = list(dict.fromkeys(t for t in texts if t not in memo.vectors))
+            if fresh:
+                memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+            rows = np.unique(batch.rows[missing])
+            chunk_vecs = dict(zip(rows.tolist(), _unit(self.sources.vectors_of(rows))))
+            qvecs = _unit(np.vstack([memo.vectors[t] for t in texts]))
+            for e in missing.tolist():
+                sims[e] = float(qvecs[batch.seg[e]] @ chunk_vecs[int(batch.rows[e])])
+        return self.calibration.relevance(sims)
 
     def _shape(self, hits: list[Hit], pins: list[tuple[str, int]], cs: CandidateSet, r: RetrievalConfig,
                k: int) -> list[Hit]:
@@ -298,7 +341,7 @@ class Retriever:
             hits = adaptive_cut(hits, r.adaptive.min_results, min(r.adaptive.max_results, k), r.adaptive.gap)
         if r.section_expansion_tokens > 0:
             hits = expand_sections(hits, r.section_expansion_tokens, lambda cid: self.chunks[self._rows[cid]],
-                                   lambda c: self._sections.get((c.doc_id, tuple(c.header_path[:-1])), []))
+                                   self.own_section)
         return hits
 
     def _local(self, cs: CandidateSet, row: int) -> int | None:
@@ -311,7 +354,7 @@ class Retriever:
                      memo: CandidateMemo) -> dict[int, list[tuple[str, int]]]:
         """For each comparison query, the best chunk of each entity it compares: a header match first, else the
         top fused candidate for the entity's name alone (all such sub-queries of the batch as one batch)."""
-        mask = self._mask(filters)
+        mask = self.mask(filters)
         found: dict[int, list[tuple[str, int | None]]] = {}
         subs: list[str] = []
         for q, pq in enumerate(processed):
@@ -344,3 +387,17 @@ def _live(filters: Filters | None) -> Filters | None:
 def _processing(r: RetrievalConfig) -> tuple[Any, ...]:
     """The retrieval settings query processing depends on."""
     return (r.normalise, r.expansion, r.synonyms, r.max_query_chars)
+
+
+def _unit(vecs: np.ndarray) -> np.ndarray:
+    vecs = np.asarray(vecs, dtype=np.float64)
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12) if vecs.size else vecs
+
+
+def _check_depth(top_k: int, max_hops: Sequence[int | None] | None) -> None:
+    """top_k and max_hops within the config schema's bounds, or an InputError saying which value is wrong."""
+    if not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
+        raise InputError(f"top_k must be an integer from 1 to {TOP_K_MAX} (got {top_k!r})")
+    for h in max_hops or []:
+        if h is not None and (not isinstance(h, int) or not 0 <= h <= MAX_HOPS_MAX):
+            raise InputError(f"max_hops must be an integer from 0 to {MAX_HOPS_MAX} (got {h!r})")

@@ -1,5 +1,6 @@
-"""Selection after fusion, for a batch of queries at once: drop what scores below ``min_relevance``, drop
-duplicates (identical text, or pieces of one section: the first stays), keep each query's first ``limit``.
+"""Selection after fusion, for a batch of queries at once: drop candidates whose calibrated relevance is below
+``min_relevance`` (an absolute floor: ``calibration.py``), drop duplicates (identical text, or pieces of one
+section: the first stays), keep each query's first ``limit``.
 
 De-duplication is one ``np.unique`` over the batch when every candidate shares at most one key with the other
 candidates of its query (then a row is dropped exactly when an earlier row of its group exists); a query where
@@ -73,12 +74,15 @@ class Selection:
 
 
 def select(batch: CandidateBatch, fused: Fused, r: RetrievalConfig, limits: Sequence[int | None],
-           dedup: DedupKeys) -> Selection:
-    """Each query's candidates above ``min_relevance``, de-duplicated (if ``r.dedup``), cut at ``limits[q]``
+           dedup: DedupKeys, relevance: np.ndarray | None = None) -> Selection:
+    """Each query's candidates at or above the ``min_relevance`` floor (``relevance``: each batch element's
+    calibrated relevance, needed when the floor is on), de-duplicated (if ``r.dedup``), cut at ``limits[q]``
     (None: no cut)."""
     order, scores = fused.order, fused.scores
-    if r.min_relevance > 0:  # scores fall within each query: this keeps a prefix of each
-        above = scores >= r.min_relevance
+    if r.min_relevance > 0:
+        if relevance is None:
+            raise ValueError("min_relevance needs each candidate's calibrated relevance")
+        above = relevance[order] >= r.min_relevance
         order, scores = order[above], scores[above]
     n = len(batch)
     seg = batch.seg[order]

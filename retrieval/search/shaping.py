@@ -45,8 +45,10 @@ def adaptive_cut(hits: list[Hit], min_results: int, max_results: int, gap: float
 
 
 def expand_sections(hits: list[Hit], budget: int, chunk_of: Callable[[str], Chunk],
-                    siblings: Callable[[Chunk], Sequence[Chunk]]) -> list[Hit]:
-    """A small matched chunk brings its section's sibling chunks (in document order) within a token budget."""
+                    section: Callable[[Chunk], Sequence[Chunk]]) -> list[Hit]:
+    """A matched chunk brings the rest of its own section (``section(chunk)``: its other pieces, then its
+    subsections, in document order) right after it, while the hit and what it brought fit ``budget`` tokens
+    (a piece that does not fit is skipped; a later, smaller one may still fit)."""
     out: list[Hit] = []
     have = {h.chunk_id for h in hits}
     for h in hits:
@@ -55,7 +57,7 @@ def expand_sections(hits: list[Hit], budget: int, chunk_of: Callable[[str], Chun
         if c.tokens >= budget:
             continue
         used = c.tokens
-        for s in siblings(c):
+        for s in section(c):
             if s.chunk_id in have or used + s.tokens > budget:
                 continue
             used += s.tokens

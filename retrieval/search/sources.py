@@ -49,6 +49,15 @@ class Sources:
                           1.0 - np.asarray(dists, dtype=np.float64))
                 for ids, dists in zip(res["ids"], res["distances"])]
 
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors of these chunk rows, in that order (from Chroma)."""
+        if not len(rows):
+            return np.zeros((0, 0), dtype=np.float32)
+        ids = [self.chunks[r].chunk_id for r in rows.tolist()]
+        got = self.collection.get(ids=ids, include=["embeddings"])
+        by_id = dict(zip(got["ids"], got["embeddings"]))
+        return np.asarray([by_id[i] for i in ids], dtype=np.float32)
+
     def header(self, text: str, depth: int, mask: np.ndarray | None, threshold: float) -> SourceRun:
         """Sections whose header the query names (fuzzy, ``threshold`` 0..1): each one's best similarity."""
         best: dict[int, float] = {}

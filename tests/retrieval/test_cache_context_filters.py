@@ -8,8 +8,8 @@ from ragrig.configs.errors import InputError
 from ragrig.retrieval.cache.queries import QueryCache
 from ragrig.retrieval.context import build_context
 from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.results import Hit
-from ragrig.retrieval.search.filters import Filters
 
 
 def chunk(cid: str, text: str, doc: str = "d.md", path: list[str] | None = None, part: int = 0, **meta) -> Chunk:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ragrig.configs.load import load_config
+from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
 
@@ -74,7 +75,8 @@ def test_hop_fetches_the_named_rule_into_the_context_window(retriever):
     assert "weapons.md#0" not in ids(plain)  # the Lethal rule is not in a top 2 without a hop
 
     res = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=1)
-    assert ids(res) == ["teams/gloom.md#0", "weapons.md#0"]
+    # the hop adds context: the rule takes the window's last place, the hop-0 hit it displaced follows it
+    assert ids(res) == ["teams/gloom.md#0", "weapons.md#0", ids(plain)[1]]
     lethal = res.hits[1]
     assert (lethal.hop, lethal.header) == (1, "Weapon Rules > Lethal x+")
     assert lethal.reason == "hop 1: Lethal (header)"
@@ -106,4 +108,41 @@ def test_anchored_judge_follows_only_chains_the_query_names(retriever):
     free = retriever.cfg.retrieval.model_copy(
         update={"judge": retriever.cfg.retrieval.judge.model_copy(update={"anchored": False})})
     res = retriever.search(PARAPHRASE, top_k=2, use_cache=False, max_hops=1, retrieval=free)
-    assert ids(res) == ["teams/gloom.md#0", "weapons.md#0"]
+    assert ids(res)[:2] == ["teams/gloom.md#0", "weapons.md#0"] and len(ids(res)) == 3
+
+
+def test_hops_stay_within_the_query_filters(retriever):
+    """Filtered to the team's file, the named rule (in weapons.md) is out of bounds: no hop brings it in."""
+    only = Filters(path="teams/*")
+    res = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=1, filters=only)
+    assert res.hits and all(h.doc_id.startswith("teams/") for h in res.hits)
+    assert all(a["chunk_id"].startswith("teams/") for hop in res.hops for a in hop["added"])
+
+
+def test_every_chunk_a_hop_names_is_returned(retriever):
+    for k in (1, 2, 3):
+        res = retriever.search(QUERY, top_k=k, use_cache=False, max_hops=1)
+        added = [a["chunk_id"] for hop in res.hops for a in hop["added"]]
+        assert added and set(added) <= set(ids(res))
+        assert len([h for h in res.hits if h.hop == 0]) == min(k, len(retriever.chunks))  # none pushed out
+
+
+def test_an_unreachable_llm_judge_degrades_to_the_hop_0_result(retriever, caplog):
+    port = free_port()  # nothing listens there
+    judge = retriever.cfg.retrieval.judge.model_copy(update={"kind": "llm", "base_url": f"http://127.0.0.1:{port}/v1",
+                                                             "retries": 0, "timeout_s": 2})
+    rc = retriever.cfg.retrieval.model_copy(update={"judge": judge})
+    plain = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=0)
+    with caplog.at_level("WARNING", logger="ragrig"):
+        res = retriever.search(QUERY, top_k=2, use_cache=False, max_hops=1, retrieval=rc)
+    assert ids(res) == ids(plain)
+    assert res.hops == [{"hop": 1, "error": res.hops[0]["error"], "added": [], "ms": res.hops[0]["ms"]}]
+    assert "unreachable" in res.hops[0]["error"] and "judge failed" in caplog.text
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -66,6 +66,13 @@ def test_non_text_query():
         ("What are the differences between Shield Wall and Smoke Step", ["Shield Wall", "Smoke Step"]),
         ("How does Dash compare to Charge", ["Dash", "Charge"]),
         ("how does the Shield Wall compare with Cover?", ["Shield Wall", "Cover"]),
+        ("How do Dash and Reposition differ?", ["Dash", "Reposition"]),
+        ("how does a Dash and a Charge differ in cost", ["Dash", "Charge"]),
+        ("How is Light Cover different from Heavy Cover?", ["Light Cover", "Heavy Cover"]),
+        ("Blast or Torrent: what's the difference?", ["Blast", "Torrent"]),
+        ("Blast vs Torrent - what's the difference", ["Blast", "Torrent"]),
+        ("Piercing and Piercing Crits, what is the difference?", ["Piercing", "Piercing Crits"]),
+        ("What's the difference: Dash or Charge?", ["Dash", "Charge"]),
     ],
 )
 def test_detect_comparison(query, entities):
@@ -73,7 +80,9 @@ def test_detect_comparison(query, entities):
 
 
 @pytest.mark.parametrize(
-    "query", ["how do I move?", "what is the difference between", "compare Dash", "vs", "Charge distance", ""]
+    "query", ["how do I move?", "what is the difference between", "compare Dash", "vs", "Charge distance", "",
+              "Torrent - what's the difference", "what's the difference?", "how do I move and shoot?",
+              "can I Dash or Charge after falling back?"]
 )
 def test_not_a_comparison(query):
     assert detect_comparison(query) is None
@@ -126,6 +135,13 @@ def test_official_term_already_present_is_not_added_again():
     assert p.expansions == ["regain wounds"] and p.bm25_text.count("regain wounds") == 1
     p = qp.process("sprint or heal")
     assert sorted(p.expansions) == ["Dash", "regain wounds"]
+
+
+def test_an_official_term_inside_another_word_does_not_count_as_named():
+    qp = QueryProcessor(LIBRARY, {"ploy": ["trick"], "Dash": ["sprint"]})
+    assert qp.process("a trick to redeploy").expansions == ["ploy"]  # "redeploy" does not name "ploy"
+    assert qp.process("a trick, a ploy").expansions == []
+    assert qp.process("sprint past the dashboard").expansions == ["Dash"]
 
 
 def test_process_reports_comparison_on_the_normalised_text():

@@ -3,14 +3,15 @@ the query cache, filters, comparison pinning, section expansion, the candidate m
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from ragrig.configs.errors import IndexNotFoundError, InputError, ModelMismatchError
 from ragrig.configs.load import load_config
+from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.candidates import DedupKeys
-from ragrig.retrieval.search.filters import Filters
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
@@ -180,15 +181,27 @@ def test_filters_restrict_hits(indexed):
     assert none.hits == []
 
 
-def test_min_relevance_drops_low_hits(indexed):
+def test_min_relevance_is_an_absolute_floor_an_off_topic_query_falls_below(indexed):
+    """The floor is on the calibrated scale (the share of unrelated pairs of this corpus a hit's similarity
+    beats), not on the per-query fused score whose top is always 1.0: an off-topic query returns nothing."""
     cfg, r = indexed
+    strict = cfg.retrieval.model_copy(update={"min_relevance": 0.95, "max_hops": 0})
+    off = r.search("recipe for banana bread with walnuts", retrieval=strict, use_cache=False)
+    assert off.hits == [] and off.candidates["vector"] > 0
+    loose = r.search("recipe for banana bread with walnuts", use_cache=False)
+    assert loose.hits and loose.hits[0].score == 1.0  # without the floor: the top is 1.0 whatever the query
     q = "how far can an operative move"
-    full = r.search(q, use_cache=False)
-    strict = cfg.retrieval.model_copy(update={"min_relevance": 0.9})
-    cut = r.search(q, retrieval=strict, use_cache=False)
-    assert 0 < len(cut.hits) < len(full.hits)
-    assert all(h.score >= 0.9 for h in cut.hits)
-    assert chunk_ids(cut) == [h.chunk_id for h in full.hits if h.score >= 0.9]
+    on = r.search(q, retrieval=strict, use_cache=False)
+    full = r.search(q, retrieval=cfg.retrieval.model_copy(update={"max_hops": 0}), use_cache=False)
+    assert on.hits and on.hits[0].chunk_id == full.hits[0].chunk_id == "actions.md#0"  # Actions > Dash
+    assert all(h.relevance is not None and h.relevance >= 0.95 for h in on.hits)
+    # each relevance is the hit's query-chunk similarity on the calibrated scale
+    qv = r.embedder.encode_queries([q])[0]
+    for h in on.hits:
+        cv = r.sources.vectors_of(np.array([r.row_of(h.chunk_id)]))[0]
+        sim = float(qv @ cv / (np.linalg.norm(qv) * np.linalg.norm(cv)))
+        assert h.relevance == pytest.approx(float(r.calibration.relevance(np.array([sim]))[0]), abs=0.01)
+    assert len(r.calibration.background) > 100
 
 
 def test_second_search_is_served_from_the_cache(indexed):
@@ -247,22 +260,31 @@ def test_model_mismatch_is_refused(tmp_path, write_files, make_config, embedder)
     assert "sentence-transformers/all-MiniLM-L6-v2" in msg and "docprefix='x: '" in msg and "v000001" in msg
 
 
-def test_section_expansion_brings_small_siblings_within_the_budget(indexed):
+def test_section_expansion_brings_the_rest_of_its_own_section_not_its_siblings(indexed):
     cfg, r = indexed
-    expand = cfg.retrieval.model_copy(update={"section_expansion_tokens": 60, "max_hops": 0})
-    plain = r.search("re-roll one of your attack dice", top_k=1, use_cache=False,
-                     retrieval=cfg.retrieval.model_copy(update={"max_hops": 0}))
-    res = r.search("re-roll one of your attack dice", top_k=1, use_cache=False, retrieval=expand)
-    assert [h.chunk_id for h in plain.hits] == ["weapons.md#4"]  # Weapon Rules > Balanced
+    expand = cfg.retrieval.model_copy(update={"section_expansion_tokens": 80, "max_hops": 0})
+    q = "weapons carry special rules that change how an attack resolves"
+    res = r.search(q, top_k=1, use_cache=False, retrieval=expand)
     top, *added = res.hits
-    assert top.chunk_id == "weapons.md#4" and added
-    siblings = [c for c in r.chunks if c.doc_id == "weapons.md" and c.header_path[:-1] == ["Weapon Rules"]]
-    assert all(h.reason == "section of weapons.md#4" for h in added)
-    assert {h.chunk_id for h in added} <= {c.chunk_id for c in siblings}
-    assert top.tokens + sum(h.tokens for h in added) <= 60  # never over the token budget
-    # in document order, skipping what does not fit
+    assert top.chunk_id == "weapons.md#0" and top.header == "Weapon Rules" and added  # the document's own text
+    assert all(h.reason == "section of weapons.md#0" and h.header.startswith("Weapon Rules > ") for h in added)
+    assert top.tokens + sum(h.tokens for h in added) <= 80  # never over the token budget
     rows = [r.row_of(h.chunk_id) for h in added]
-    assert rows == sorted(rows)
+    assert rows == sorted(rows)  # in document order
+    # a matched section with no pieces or subsections brings nothing: its siblings are other sections
+    res = r.search("re-roll one of your attack dice", top_k=1, use_cache=False, retrieval=expand)
+    assert [h.chunk_id for h in res.hits] == ["weapons.md#4"]  # Weapon Rules > Balanced, alone
+
+
+@pytest.mark.parametrize("kw, msg", [({"top_k": 0}, "top_k must be an integer from 1 to 1000 (got 0)"),
+                                     ({"top_k": -3}, "(got -3)"), ({"top_k": 1001}, "(got 1001)"),
+                                     ({"max_hops": 6}, "max_hops must be an integer from 0 to 5 (got 6)"),
+                                     ({"max_hops": -1}, "(got -1)")])
+def test_out_of_range_depths_are_input_errors(indexed, kw, msg):
+    _, r = indexed
+    with pytest.raises(InputError) as exc:
+        r.search("how far can an operative move", use_cache=False, **kw)
+    assert msg in str(exc.value)
 
 
 QUERIES = ["how far can an operative move", "what does lethal do", "Lethal x+ vs Piercing x", "smoke",

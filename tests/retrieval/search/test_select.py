@@ -60,9 +60,10 @@ def rc(**kw: object) -> RetrievalConfig:
     return RetrievalConfig(**kw)
 
 
-def selected(batch, ids, r, limits):
+def selected(batch, ids, r, limits, relevance=None):
     f = fuse(batch, fusion("rrf", rrf_k=1))
-    sel = select(batch, f, r, limits, batch_dedup(batch, ids))
+    rel = None if relevance is None else np.array([relevance[ids[int(x)]] for x in batch.rows])
+    sel = select(batch, f, r, limits, batch_dedup(batch, ids), rel)
     return [[ids[int(batch.rows[e])] for e in sel.of(q)[0]] for q in range(len(batch))], sel
 
 
@@ -83,10 +84,14 @@ def test_select_cuts_each_query_at_its_own_limit_and_min_relevance():
     got, sel = selected(batch, ids, rc(), [2, None])
     assert got == [["f", "g"], ["j", "k"]]
     assert sel.scores.tolist() == pytest.approx([1.0, 2 / 3, 1.0, 2 / 3])
-    got, _ = selected(batch, ids, rc(min_relevance=0.5), [None, None])
-    assert got == [["f", "g", "h"], ["j", "k"]]  # 0.5 is kept (>=), 0.4 is not
-    got, _ = selected(batch, ids, rc(min_relevance=0.7), [1, 5])
-    assert got == [["f"], ["j"]]
+    # the floor is on each candidate's calibrated relevance, not on its rank: g falls out, h stays
+    rel = {"f": 0.99, "g": 0.3, "h": 0.5, "i": 0.49, "j": 0.2, "k": 0.1}
+    got, _ = selected(batch, ids, rc(min_relevance=0.5), [None, None], rel)
+    assert got == [["f", "h"], []]  # 0.5 is kept (>=), 0.49 is not; an off-topic query keeps nothing
+    got, _ = selected(batch, ids, rc(min_relevance=0.5), [1, 5], rel)
+    assert got == [["f"], []]
+    with pytest.raises(ValueError, match="calibrated relevance"):
+        selected(batch, ids, rc(min_relevance=0.5), [None, None])
 
 
 @pytest.mark.parametrize("shared_two", [False, True])

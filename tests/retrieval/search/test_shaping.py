@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.results import Hit
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
@@ -94,3 +95,16 @@ def test_section_expansion_adds_siblings_in_order_within_the_budget():
     assert [h.reason for h in got[1:]] == ["section of m", "section of m"] and all(h.score == 0.8 for h in got)
     big = Hit.from_chunk(chunks["s1"], 1.0)  # a chunk at or over the budget brings nothing
     assert ids(expand_sections([big], 50, chunks.__getitem__, lambda c: sibs)) == ["s1"]
+
+
+def test_calibrated_relevance_is_the_share_of_background_pairs_beaten():
+    from ragrig.retrieval.search.calibration import Calibration, calibrate
+
+    cal = Calibration(np.array([0.1, 0.2, 0.3, 0.4]))
+    assert cal.relevance(np.array([0.0, 0.25, 0.3, 1.0])).tolist() == [0.0, 0.5, 0.625, 1.0]  # ties count half
+    assert Calibration(np.zeros(0)).relevance(np.array([0.2])).tolist() == [1.0]  # nothing to compare with
+    # pairs from one document are left out: title 0 (doc a) vs chunks of b only, title 1 (doc b) vs a only
+    titles = np.array([[1.0, 0.0], [0.0, 1.0]])
+    chunks = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    cal = calibrate(["a", "b"], titles, ["a", "b", "b"], chunks)
+    assert cal.background.tolist() == [0.0, 0.0, 0.6]  # a.b1 = 0.6, a.b2 = 0.0, b.a = 0.0; a.a, b.b1, b.b2 left out
