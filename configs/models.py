@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # document instead (Document.extractor), so they re-extract only what they touch.
 PIPELINE_VERSION = 1
 
-DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx", "**/*.pdf"]
+DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx",
+                   "**/*.pdf"]
 
 
 class Strict(BaseModel):
@@ -32,7 +33,9 @@ class CorpusConfig(Strict):
     format: Literal["auto", "directory", "beir"] = "auto"
     include: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = Field(default_factory=list)
-    markdown_extractor: Literal["docling", "plain"] = "docling"
+    markdown_extractor: Literal["plain", "docling"] = Field("plain", description=(
+        "plain: Markdown indexed as written (offsets are the file's); docling: converted first (it rewrites "
+        "inline markup)"))
     pdf_pipeline: Literal["auto", "layout", "native"] = "auto"
     max_file_mb: float = Field(50.0, gt=0)
     max_doc_chars: int = Field(5_000_000, ge=1000, description="extracted text longer than this fails the document")

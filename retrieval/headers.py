@@ -56,7 +56,7 @@ class HeaderIndex:
 
     def mentions(self, query: str, threshold: float = 0.85, limit: int = 10) -> list[HeaderMatch]:
         """Headers the query names, exactly or nearly (word n-grams of the query vs titles of that length)."""
-        words = _WORDS.findall(query.casefold())
+        words = normalize_header(query).split()  # the titles' own normal form: word tokens
         best: dict[str, float] = {}
         for n, keys in self._by_len.items():
             if n > len(words):

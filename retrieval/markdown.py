@@ -2,6 +2,12 @@
 
 Shared by the chunker (where sections start) and the test-set resolver (where an
 expected section spans), so both agree on what a section is.
+
+Header titles are kept as plain text (``clean_title``: inline markup, attribute lists, inline HTML and escapes
+removed) and compared in one normal form (``normalize_header``: word tokens, casefolded), so a header written
+``## Rebuilding a `TypeAdapter`'s schema {#rebuild}`` in the user's file and the same header after a converter
+rewrote it (``## Rebuilding a `TypeAdapter` 's schema``) are one section. ``strip_markup`` drops the same noise
+from body text for what BM25 indexes and the model embeds; chunk text itself stays the file's text.
 """
 
 from __future__ import annotations
@@ -14,7 +20,14 @@ import yaml
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(.+?)\1")
+# emphasis: * and ** anywhere, _ and __ only at word boundaries (snake_case identifiers keep their underscores)
+_EMPHASIS = re.compile(r"(\*\*|\*|`+)(.+?)\1|(?<![\w\\])(__|_)(?=\S)(.+?)(?<=\S)\3(?!\w)")
+_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[:#.][^{}\n]*\}")  # { #anchor }, {: .class }, {.class}
+_EMPTY_LINK = re.compile(r"\[\]\([^)\n]*\)")  # mkdocs anchors: [](){#id}
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [text](url), ![alt](src) -> text / alt
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>\n]*)?/?>")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_WORD = re.compile(r"\w+")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
 _SPACE = re.compile(r"\s+")
 
@@ -27,17 +40,30 @@ class Header:
     body_start: int  # offset just past the header line (its newline included)
 
 
+def strip_markup(text: str) -> str:
+    """Text without Markdown/HTML noise that carries no words: HTML comments and tags, attribute lists, empty
+    anchor links, link and image targets (their text stays). Code and words are kept as written."""
+    text = _HTML_COMMENT.sub("", text)
+    text = _EMPTY_LINK.sub("", text)
+    text = _ATTRIBUTES.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    return _HTML_TAG.sub("", text)
+
+
 def clean_title(raw: str) -> str:
-    text = _ESCAPE.sub(r"\1", raw.strip())
+    """A header's plain text: markup noise, emphasis and code markers, escapes and extra spaces removed."""
+    text = strip_markup(raw.strip())
     prev = None
     while prev != text:
-        prev, text = text, _EMPHASIS.sub(r"\2", text)
+        prev, text = text, _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), text)
+    text = _ESCAPE.sub(r"\1", text)
     return _SPACE.sub(" ", text).strip()
 
 
 def normalize_header(text: str) -> str:
-    """The comparison form of a header or a header path: clean, casefolded, single spaces."""
-    return clean_title(text.lstrip("#")).casefold()
+    """The comparison form of a header or a header path segment: its word tokens, casefolded, one space apart
+    (punctuation and the spacing around it do not count: "TypeAdapter's" == "TypeAdapter 's")."""
+    return " ".join(_WORD.findall(clean_title(text.lstrip("#")).casefold()))
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
@@ -77,8 +103,10 @@ def iter_lines(text: str, start: int = 0):
         pos = end
 
 
-def parse_headers(text: str, start: int = 0) -> list[Header]:
-    """ATX headers from ``start`` on, skipping fenced code blocks."""
+def parse_headers(text: str, start: int | None = None) -> list[Header]:
+    """ATX headers from ``start`` on (default: after the frontmatter), skipping fenced code blocks."""
+    if start is None:
+        start = split_frontmatter(text)[1]
     headers: list[Header] = []
     fence: str | None = None
     for off, line, after in iter_lines(text, start):
@@ -105,8 +133,9 @@ class Section:
     end: int  # next header of the same or a higher level, or the end of the text
 
 
-def sections(text: str, max_level: int = 6, start: int = 0) -> list[Section]:
-    """Every header of level <= max_level with its full section span and header path."""
+def sections(text: str, max_level: int = 6, start: int | None = None) -> list[Section]:
+    """Every header of level <= max_level (from ``start``, default: after the frontmatter) with its full
+    section span and header path."""
     headers = [h for h in parse_headers(text, start) if h.level <= max_level]
     out: list[Section] = []
     stack: list[Header] = []

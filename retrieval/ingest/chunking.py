@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragrig.retrieval.documents import HEADER_SEP, Chunk, Document, sha256_text
-from ragrig.retrieval.markdown import parse_headers, split_frontmatter
+from ragrig.retrieval.markdown import parse_headers, split_frontmatter, strip_markup
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Counts model tokens (no special tokens) for each text of a batch."""
@@ -40,8 +40,10 @@ _WORD = re.compile(r"\S+")
 
 
 def make_search_text(header_path: Sequence[str], body: str) -> str:
+    """What BM25 indexes and the model embeds: the header path on one line, then the body without markup noise
+    (``markdown.strip_markup``); the chunk's own text stays as written."""
     path = HEADER_SEP.join(header_path)
-    body = body.strip()
+    body = strip_markup(body).strip()
     return f"{path}\n{body}" if path and body else (path or body)
 
 

@@ -27,6 +27,7 @@ FORMATS = {
     ".docx": "docx",
     ".pptx": "pptx",
     ".pdf": "pdf",
+    ".txt": "txt",
 }
 
 

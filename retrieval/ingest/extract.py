@@ -120,7 +120,7 @@ class Extractor:
             dv = version("docling-slim")
         except Exception:  # pragma: no cover
             dv = "unknown"
-        return f"md={self.markdown_extractor};pdf={'native' if self.native_pdf else 'layout'};docling={dv};docx-h1"
+        return f"md={self.markdown_extractor}-v2;pdf={'native' if self.native_pdf else 'layout'};docling={dv};docx-h1"
 
     def _docling(self) -> Any:
         if self._converter is None:
@@ -176,7 +176,11 @@ class Extractor:
         meta: dict[str, Any] = {}
         if src.format in ("docx", "pptx"):
             check_zip(data, self.max_unzipped_bytes)
-        if src.format == "md":
+        if src.format == "txt":
+            markdown = _decode(data)  # as written
+            if len(markdown) > self.max_doc_chars:
+                raise ExtractionError(f"{len(markdown):,} characters > corpus.max_doc_chars ({self.max_doc_chars:,})")
+        elif src.format == "md":
             text = _decode(data)
             if len(text) > self.max_doc_chars:
                 raise ExtractionError(f"{len(text):,} characters > corpus.max_doc_chars ({self.max_doc_chars:,})")
@@ -186,7 +190,7 @@ class Extractor:
             meta.update(_jsonable(fm))
             body = text[body_start:]
             if self.markdown_extractor == "plain":
-                markdown = body
+                markdown = text  # as written: offsets are the file's (the chunker skips the frontmatter)
             else:
                 markdown = self._convert(src.path.stem + ".md", body.encode("utf-8")) if body.strip() else ""
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ragrig.configs.errors import InputError
 from ragrig.eval.relevance import Target, resolve_case, resolve_section, resolve_testset
@@ -138,3 +140,26 @@ def test_resolve_testset_uses_the_path_or_the_name():
         resolve_testset(ts, DOCS)
     ok = TestSet(name="ok", cases=[case(Expectation(doc="faq.md"), cid="a")])
     assert list(resolve_testset(ok, DOCS)) == ["a"]
+
+
+PYDANTIC = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "pydantic-docs"
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(not (PYDANTIC / "testset.yaml").is_file(), reason="needs ../shared/datasets/pydantic-docs")
+def test_a_test_set_written_from_the_users_files_resolves_with_the_default_extractor():
+    """The pydantic-docs cases copy their sections from the Markdown source (inline code, possessives,
+    `{#anchor}` suffixes, inline `<a name>` tags): with the default config every one resolves to one header."""
+    from ragrig.configs.load import load_config
+    from ragrig.eval.testset import load_testset
+    from ragrig.retrieval.ingest.discover import discover
+    from ragrig.retrieval.ingest.extract import extractor_for
+
+    cfg = load_config(overrides=[f"corpus.path={PYDANTIC / 'src'}", "retrieval.synonyms=null", "eval.testsets=[]"])
+    found = discover(cfg.corpus)
+    extractor = extractor_for(cfg)
+    docs = {s.doc_id: extractor.extract(s) for s in found.docs}
+    ts = load_testset(PYDANTIC / "testset.yaml")
+    targets = resolve_testset(ts, docs)
+    assert len(targets) == 60 and sum(len(t) for t in targets.values()) == 128
+    assert all(t.text.lstrip().startswith("#") for ts_ in targets.values() for t in ts_)  # each a header's section

@@ -9,6 +9,7 @@ from ragrig.retrieval.markdown import (
     parse_headers,
     sections,
     split_frontmatter,
+    strip_markup,
 )
 
 FENCED = (
@@ -69,6 +70,35 @@ def test_clean_and_normalize_title():
     assert clean_title("  **Lethal**   *x+*  ") == "Lethal x+"
     assert clean_title("`code` and \\[brackets\\] \\#2") == "code and [brackets] #2"
     assert normalize_header("## Escaping   a **Grapple**") == "escaping a grapple"
+
+
+def test_titles_lose_markup_attribute_lists_and_inline_html_but_keep_identifiers():
+    assert clean_title("Rebuilding a `TypeAdapter`'s schema") == "Rebuilding a TypeAdapter's schema"
+    assert clean_title("Why use Pydantic? {#why-use-pydantic}") == "Why use Pydantic?"
+    assert clean_title("Strict mode {: .class-name }") == "Strict mode"
+    assert clean_title('<a name="json"></a>JSON [Schema](schema.md) generation') == "JSON Schema generation"
+    assert clean_title("`model_validator` and __dunder__ and _emphasis_") == "model_validator and dunder and emphasis"
+    assert clean_title("use field_validator_mode") == "use field_validator_mode"  # snake_case is not emphasis
+
+
+def test_one_header_written_two_ways_normalises_to_one_form():
+    source = "## Rebuilding a `TypeAdapter`'s schema {#rebuild}"
+    rewritten = "## Rebuilding a `TypeAdapter` 's schema"  # what docling writes back
+    assert normalize_header(source) == normalize_header(rewritten) == "rebuilding a typeadapter s schema"
+    assert normalize_header("**Fields** *with* `alias`") == normalize_header("Fields with alias")
+    assert normalize_header("Lethal x+") != normalize_header("Lethal y+")
+
+
+def test_strip_markup_keeps_words_and_code():
+    text = ('See [the docs](https://x.y/z) and ![a diagram](d.png).<!-- hidden -->\n[](){#anchor}'
+            '<a name="x"></a>Use `model_dump()` {: .note }\n```py\nx = {"a": 1}\n```')
+    assert strip_markup(text) == 'See the docs and a diagram.\nUse `model_dump()`\n```py\nx = {"a": 1}\n```'
+
+
+def test_headers_skip_the_frontmatter_by_default():
+    text = "---\ntitle: T\n# a YAML comment\n---\n# Real\n\nBody.\n"
+    assert [h.title for h in parse_headers(text)] == ["Real"]
+    assert [s.path for s in sections(text)] == [("Real",)]
 
 
 def test_iter_lines_offsets():
