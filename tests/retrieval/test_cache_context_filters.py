@@ -108,7 +108,7 @@ def test_context_fits_the_budget_and_skips_a_too_big_block():
 
 def test_context_never_exceeds_the_budget():
     hs = [hit(f"h#{i}", "h.md", ["H"], " ".join(["w"] * (i % 5 + 1))) for i in range(30)]
-    for budget in (0, 4, 5, 6, 11, 23, 50, 1000):
+    for budget in (1, 4, 5, 6, 11, 23, 50, 1000):
         ctx = build_context(hs, budget, words)
         assert ctx.tokens <= budget and words([ctx.text])[0] == ctx.tokens
         assert len(ctx.citations) + len(ctx.dropped) == 30
@@ -117,7 +117,10 @@ def test_context_never_exceeds_the_budget():
         order = [h.chunk_id for h in hs]
         cited = list(ctx.citations.values())
         assert cited == sorted(cited, key=order.index)
-    assert build_context(hs, 0, words).text == ""
+    assert build_context(hs, 1, words).text == ""  # nothing fits one token
+    for bad in (0, -5):
+        with pytest.raises(InputError, match=f"positive number of tokens \\(got {bad}\\)"):
+            build_context(hs, bad, words)
 
 
 def test_context_without_header():
