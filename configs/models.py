@@ -47,6 +47,9 @@ class ChunkingConfig(Strict):
     max_tokens: int | None = Field(None, ge=16, description="default: the embedding model's window")
     frontmatter: bool = True
     drop_empty_sections: bool = True
+    title_path: bool = Field(False, description=(
+        "a document without an H1: its title (frontmatter title, else the file name) heads every chunk's header "
+        "path, so what BM25 and the model see says which document a section is from"))
 
 
 class EmbeddingConfig(Strict):

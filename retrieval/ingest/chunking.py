@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ragrig.retrieval.documents import HEADER_SEP, Chunk, Document, sha256_text
 from ragrig.retrieval.markdown import parse_headers, split_frontmatter, strip_markup
@@ -32,6 +33,17 @@ class ChunkingParams:
     max_header_level: int = 3
     max_tokens: int = 254  # the model's window minus its special tokens
     drop_empty_sections: bool = True
+    title_path: bool = False  # a document without an H1: its title (frontmatter, else file name) heads every path
+
+
+def document_title(doc: Document) -> str:
+    """The document's title: its metadata title (frontmatter, BEIR), else its file name as words
+    ("concepts/json_schema.md" -> "Json schema")."""
+    title = str(doc.metadata.get("title") or "").strip()
+    if title:
+        return title
+    stem = " ".join(re.split(r"[-_\s]+", Path(doc.doc_id).stem)).strip()
+    return stem[:1].upper() + stem[1:]
 
 
 _PARA_BREAK = re.compile(r"\n[ \t]*\r?\n")
@@ -230,6 +242,9 @@ def chunk_document(doc: Document, params: ChunkingParams, count: TokenCounter = 
         regions.append((h.start, end, tuple(t for _, t in stack), h.level, min(h.body_start, end)))
 
     title = str(doc.metadata.get("title") or "")
+    if params.title_path and not any(h.level == 1 for h in parse_headers(text, body_start)):
+        title = document_title(doc)
+        regions = [(s, e, (title, *path) if level else path, level, b) for s, e, path, level, b in regions]
     chunks: list[Chunk] = []
     base_meta = {k: v for k, v in {**meta, **doc.metadata}.items()}
     # each region's span to fit and header path; their token counts in two batched calls per document

@@ -156,6 +156,7 @@ class IngestPipeline:
             max_header_level=self.cfg.chunking.max_header_level,
             max_tokens=limit,
             drop_empty_sections=self.cfg.chunking.drop_empty_sections,
+            title_path=self.cfg.chunking.title_path,
         )
 
     def chunk(self, docs: list[Document]) -> list[Chunk]:

@@ -371,3 +371,24 @@ def test_real_tokenizer_never_exceeds_the_window(embedder):
     assert squeeze(squeeze(c.text.split()) for c in chunks) == squeeze(md[md.index("### Resolving") :].split())
     url_pieces = [c for c in chunks if "segment1" in c.text]
     assert len(url_pieces) >= 2
+
+
+def test_title_path_heads_a_document_without_an_h1_with_its_title():
+    from ragrig.retrieval.ingest.chunking import document_title
+
+    md = "Intro before any header.\n\n## Generating\n\nHow to generate.\n\n### Options\n\nThe options.\n"
+    params = ChunkingParams(max_header_level=3, max_tokens=1000, title_path=True)
+    got = chunk_document(doc(md, "concepts/json_schema.md"), params)
+    assert [c.header_path for c in got] == [["Json schema"], ["Json schema", "Generating"],
+                                            ["Json schema", "Generating", "Options"]]
+    assert [c.level for c in got] == [0, 2, 3]
+    assert got[1].search_text.startswith("Json schema > Generating\n")
+    assert all(md[c.start:c.end] == c.text for c in got)  # offsets unchanged
+    # a frontmatter/metadata title wins over the file name; a document with an H1 keeps its own paths
+    assert chunk_document(doc(md, "x.md", title="JSON Schema"), params)[1].header_path == ["JSON Schema", "Generating"]
+    with_h1 = chunk_document(doc("# Guide\n\n## Part\n\nText.\n", "g.md"), params)
+    assert [c.header_path for c in with_h1] == [["Guide", "Part"]]
+    # off (the default): paths as before
+    off = chunk_document(doc(md, "concepts/json_schema.md"), ChunkingParams(max_header_level=3, max_tokens=1000))
+    assert [c.header_path for c in off] == [[], ["Generating"], ["Generating", "Options"]]
+    assert document_title(doc("", "a/b/why-use_it.md")) == "Why use it"
