@@ -149,6 +149,9 @@ class RetrievalConfig(Strict):
     header_threshold: float = Field(0.85, ge=0, le=1)
     max_query_chars: int = Field(2000, ge=10)
     max_hops: int = Field(0, ge=0, le=MAX_HOPS_MAX)
+    subqueries: bool = Field(False, description=(
+        "a multi-part question (several sentences, ', and' clauses) is also ranked part by part, and the rankings "
+        "are merged by reciprocal rank fusion"))
     hop_chunks: int = Field(3, ge=1, le=50)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     section_expansion_tokens: int = Field(0, ge=0, description=(
