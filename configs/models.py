@@ -121,6 +121,9 @@ class JudgeConfig(Strict):
     max_items: int = Field(3, ge=1, le=20, description="missing items asked for per hop")
     # reference judge: follow the top chunk's references only when the query names a specific rule itself
     anchored: bool = True
+    question_parts: bool = Field(False, description=(
+        "reference judge: a multi-part question that names nothing to follow has each of its parts searched on its "
+        "own in hop 1 (their best chunks take the last places of the context window)"))
     # llm: any OpenAI-compatible chat endpoint; the key comes only from the environment variable named here
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "gpt-4o-mini"

@@ -44,7 +44,7 @@ from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_s
 from ragrig.retrieval.search.select import Selection, dedup_key, dedup_walk, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
-from ragrig.retrieval.search.subqueries import merge, split_question
+from ragrig.retrieval.subqueries import merge, split_question
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from ragrig.retrieval.search.subqueries import merge, split_question
+from ragrig.retrieval.subqueries import merge, split_question
 
 
 @pytest.mark.parametrize("question, parts", [
