@@ -54,10 +54,12 @@ class ChunkingConfig(Strict):
 
 class EmbeddingConfig(Strict):
     model: str = "all-MiniLM-L6-v2"
+    backend: Literal["auto", "torch", "onnx"] = Field(
+        "auto", description="auto: ONNX for packaged ONNX models and folders with model.onnx and no torch weights")
     batch_size: int = Field(32, ge=1, le=4096)
     device: str = "cpu"
     normalize: bool = True
-    query_prefix: str = ""
+    query_prefix: str | None = Field(None, description="null: the model's own (bge v1.5: its retrieval instruction)")
     document_prefix: str = ""
 
 
@@ -215,9 +217,16 @@ class RagrigConfig(Strict):
             "pipeline": PIPELINE_VERSION,
             "corpus": self.corpus.model_dump(),
             "chunking": self.chunking.model_dump(),
-            "embedding": {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device")},
+            "embedding": self._embedding_fingerprint(),
             "bm25": self.index.bm25.model_dump(),
         }
+
+    def _embedding_fingerprint(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device")}
+        if out["backend"] == "auto":  # the default keys as configs written before the setting did
+            del out["backend"]
+        out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)
+        return out
 
     def ingest_hash(self) -> str:
         blob = json.dumps(self.ingest_fingerprint(), sort_keys=True).encode()

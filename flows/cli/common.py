@@ -23,9 +23,9 @@ def quiet_env(cfg: RagrigConfig) -> None:
     from ragrig.flows.environment import QUIET_ENV
 
     defaults = {**QUIET_ENV, "PREFECT_HOME": str(cfg.home_dir / "prefect")}
-    from ragrig.retrieval.embedding import PACKAGED_MINILM
+    from ragrig.retrieval.embedding import is_local
 
-    if cfg.embedding.model in PACKAGED_MINILM or Path(os.path.expanduser(cfg.embedding.model)).exists():
+    if is_local(cfg.embedding.model):
         defaults["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
     for k, v in defaults.items():
         os.environ.setdefault(k, v)

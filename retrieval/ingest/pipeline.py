@@ -57,7 +57,7 @@ class IngestPipeline:
         self.progress = progress
         self.layout = Layout(cfg)
         self.stats = IngestStats(index_key=self.layout.key, index_dir=str(self.layout.index_dir))
-        self.embedder = Embedder(cfg.embedding)
+        self.embedder = Embedder(cfg.embedding, memo_file=self.layout.cache_dir / "model-digests.json")
         self._hook = hook  # called at stage boundaries (crash tests kill the process there)
         self._embed_cache: EmbeddingCache | None = None
         self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash and extractor
@@ -100,9 +100,10 @@ class IngestPipeline:
         Else None, and the file's record is kept for the manifest of the version this run builds."""
         self._corpus_file = corpus_file_record(self.cfg)
         previous = self.layout.current_version()
-        if previous is None or self.force:
+        kept = self._previous(previous)
+        if kept is None:
             return None
-        manifest = IndexVersion(self.cfg, self.layout, previous).manifest
+        manifest = kept.manifest
         failed = unchanged_corpus_file(self._corpus_file, manifest)
         if failed is None:
             return None
@@ -114,10 +115,26 @@ class IngestPipeline:
         self.stats.previous_version = previous
         return Discovery(unchanged_since=previous)
 
+    def _previous(self, version: str | None) -> IndexVersion | None:
+        """The published version to diff against: none with ``--force``, nor when its vectors came from another
+        model than the one configured now (new weights at the same path, another package release): then every
+        chunk is chunked and embedded again, so one index never mixes two embedding spaces."""
+        if version is None or self.force:
+            return None
+        previous = IndexVersion(self.cfg, self.layout, version)
+        if previous.model_id != self.embedder.id:
+            note = (f"the embedding model changed since {version} ({previous.model_id} -> {self.embedder.id}): "
+                    "every chunk is embedded again")
+            if note not in self.stats.warnings:
+                log.warning(note)
+                self.stats.warnings.append(note)
+            return None
+        return previous
+
     def plan(self, found: Discovery) -> Plan:
         with self.timed("plan"):
             current = self.layout.current_version()
-            previous = IndexVersion(self.cfg, self.layout, current) if current is not None and not self.force else None
+            previous = self._previous(current)
             plan = plan_changes(found.docs, previous, self.stats.failed_ids(), lambda src: extractor_key(self.cfg, src))
             self.stats.docs_new, self.stats.docs_changed = plan.new, plan.changed
             self.stats.docs_unchanged = len(plan.reused)

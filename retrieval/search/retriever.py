@@ -28,7 +28,7 @@ from ragrig.configs.errors import InputError, ModelMismatchError
 from ragrig.configs.models import MAX_HOPS_MAX, TOP_K_MAX, RagrigConfig, RetrievalConfig
 from ragrig.retrieval.cache.queries import QueryCache
 from ragrig.retrieval.documents import Chunk
-from ragrig.retrieval.embedding import Embedder, model_id
+from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
@@ -53,18 +53,20 @@ class Retriever:
     def __init__(self, cfg: RagrigConfig, version: IndexVersion | None = None, embedder: Embedder | None = None) -> None:
         self.cfg = cfg
         self.version = version or IndexVersion.current(cfg)
-        wanted = model_id(cfg.embedding)
+        configured = Embedder(cfg.embedding, memo_file=self.version.layout.cache_dir / "model-digests.json")
+        self.embedder = embedder or configured
+        wanted = (self.embedder if self.embedder.cfg == cfg.embedding else configured).id  # what the config asks for
         if self.version.model_id != wanted:
             raise ModelMismatchError(
                 f"index {self.version.layout.key}@{self.version.version} was built with embedding model "
-                f"'{self.version.model_id}', but the config asks for '{wanted}'; re-ingest or change embedding.model"
+                f"'{self.version.model_id}', but the config's model is '{wanted}' (another model, or new files at "
+                "the same path); re-ingest, or change embedding.model"
             )
         self.chunks: list[Chunk] = self.version.chunks
         self._rows = self.version.chunk_index
         self.headers = HeaderIndex(self.chunks)
         bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
         self.sources = Sources(self.chunks, self._rows, bm25, self.version.collection(), self.headers)
-        self.embedder = embedder or Embedder(cfg.embedding)
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             _ = self.embedder.model  # load now, so query timings measure queries, not model loading
         self._processors: dict[tuple[Any, ...], QueryProcessor] = {}
