@@ -64,6 +64,11 @@ def check(retriever, results) -> int:  # type: ignore[no-untyped-def]
     return mixed
 
 
+def release(retriever) -> None:  # type: ignore[no-untyped-def]
+    """Let go of the reader's version (a ragrig without reader leases has nothing to let go of)."""
+    getattr(retriever.version, "release", lambda: None)()
+
+
 def reader(corpus: Path, home: Path, stop: Path, out: Path, ready: Path) -> None:
     from ragrig.configs.load import load_config
     from ragrig.retrieval.embedding import Embedder
@@ -82,7 +87,7 @@ def reader(corpus: Path, home: Path, stop: Path, out: Path, ready: Path) -> None
         try:
             if long_lived is None or long_uses >= 25:  # a long-lived reader: kept for 25 batches
                 if long_lived is not None:
-                    long_lived.version.release()
+                    release(long_lived)
                 long_lived = Retriever(cfg, embedder=embedder)
                 long_uses = 0
                 counts["long_lived"] += 1
@@ -94,7 +99,7 @@ def reader(corpus: Path, home: Path, stop: Path, out: Path, ready: Path) -> None
                 counts["answers"] += len(results)
                 seen.add(retriever.version.version)
                 if r is None:
-                    retriever.version.release()
+                    release(retriever)
             long_uses += 1
         except Exception as exc:
             counts["errors"] += 1
@@ -141,7 +146,7 @@ def run_soak(readers: int = 2, ingests: int = 4, seconds: float = 60.0, workdir:
         write_generation(corpus, n)
         stats = IngestPipeline(cfg).run()
         published += stats.published
-        kept_in_use += len(stats.kept_in_use)
+        kept_in_use += len(getattr(stats, "kept_in_use", []))
         time.sleep(pause_s)
     time.sleep(pause_s)
     stop.write_text("stop")

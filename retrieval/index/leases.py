@@ -10,6 +10,7 @@ there: when a prune won the race, the version is gone and the reader reads ``CUR
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import weakref
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 LEASES = "leases"
+log = logging.getLogger(__name__)
 
 
 def lease_file(index_dir: Path, version: str) -> Path:
@@ -35,7 +37,13 @@ class Lease:
     def __init__(self, index_dir: Path, version: str) -> None:
         self.version = version
         self.path = lease_file(index_dir, version)
-        fd = _open(self.path)
+        try:
+            fd = _open(self.path)
+        except OSError as exc:  # a read-only index (a mounted image): nothing can prune it, so nothing to pin
+            log.debug("no reader lease on %s (%s): reading unpinned", self.path, exc.strerror or exc)
+            self._finalizer = weakref.finalize(self, lambda: None)
+            self._finalizer.detach()
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a prune holds it (a rename and a delete)
         except BaseException:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from ragrig.configs.errors import InputError
-from ragrig.configs.yamlio import YamlBombError, check_expansion, parse_yaml_text
-from ragrig.retrieval.markdown import FrontmatterRefused, split_frontmatter
+from ragrig.configs.yamlio import parse_yaml_text
+from ragrig.retrieval.markdown import split_frontmatter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +51,8 @@ def test_bombs_are_refused_in_milliseconds(name):
 
 
 def test_aliases_that_expand_a_little_are_fine():
+    from ragrig.configs.yamlio import YamlBombError, check_expansion
+
     text = "base: &b {k1: 1.2, b: 0.75}\nbm25: *b\nother: {<<: *b, b: 0.5}\n"
     assert parse_yaml_text(text, Path("ok.yaml")).data == {
         "base": {"k1": 1.2, "b": 0.75}, "bm25": {"k1": 1.2, "b": 0.75}, "other": {"k1": 1.2, "b": 0.5}}
@@ -60,6 +62,8 @@ def test_aliases_that_expand_a_little_are_fine():
 
 
 def test_a_frontmatter_bomb_fails_only_that_document():
+    from ragrig.retrieval.markdown import FrontmatterRefused
+
     text = "---\n" + laughs() + "title: boom\n---\n# Body\n\ntext\n"
     t0 = time.perf_counter()
     with pytest.raises(FrontmatterRefused, match="YAML bomb"):
