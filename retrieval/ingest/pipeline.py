@@ -238,6 +238,9 @@ class IngestPipeline:
             self.stats.published = True
             pruned = publish.prune(self.layout, self.cfg.index)
             self.stats.kept_in_use = pruned.in_use
+            if pruned.in_use:
+                self.stats.warnings.append(f"kept {', '.join(pruned.in_use)} beyond index.keep_versions: a reader has "
+                                           "it open (a later ingest prunes it once the reader lets go)")
 
     def close(self) -> None:
         if self._embed_cache is not None:

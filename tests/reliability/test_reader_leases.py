@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 
 import pytest
-from ragrig.configs.errors import IndexDamagedError, RagrigError
+from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
@@ -75,6 +75,7 @@ def test_an_open_reader_outlives_three_publishes_at_keep_versions_1(tmp_path, ma
 def test_a_reader_whose_index_is_reset_under_it_fails_with_one_clear_line_and_eval_logs_what_it_has(
         tmp_path, make_config, embedder):
     import mlflow
+    from ragrig.configs.errors import IndexDamagedError
     from ragrig.eval.evaluate import evaluate_testsets
     from ragrig.eval.testset import Case, Expectation, TestSet
     from ragrig.retrieval.index.reset import reset

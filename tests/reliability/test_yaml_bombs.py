@@ -114,27 +114,30 @@ def run_limited(args: list[str], timeout: float = 60) -> tuple[subprocess.Comple
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["config", "set", "testset", "policy", "sweep", "synonyms"])
 def test_a_bomb_in_any_user_yaml_is_one_clear_error_exit_2(where, tmp_path, ragrig_home):
+    """The bomb of the issue's size: ~500 bytes, nine levels (9**9 = 387 million strings expanded)."""
     bomb = tmp_path / "bomb.yaml"
+    big = laughs(levels=9)
+    assert len(big) < 520
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     common = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null"]
     if where == "config":
-        bomb.write_text(laughs())
+        bomb.write_text(big)
         args = ["ingest", "--no-prefect", "-q", "-c", str(bomb), *common]
     elif where == "set":
-        args = ["ingest", "--no-prefect", "-q", *common, "--set", "eval.testsets=" + "{" + laughs().replace(
+        args = ["ingest", "--no-prefect", "-q", *common, "--set", "eval.testsets=" + "{" + big.replace(
             "\n", ", ").rstrip(", ") + "}"]
     elif where == "testset":
-        bomb.write_text("name: t\n" + laughs() + "cases: []\n")
+        bomb.write_text("name: t\n" + big + "cases: []\n")
         args = ["eval", "--no-prefect", "--testset", str(bomb), *common]
     elif where == "policy":
-        bomb.write_text(laughs())
+        bomb.write_text(big)
         args = ["gate", "--baseline", str(tmp_path / "b.json"), "--policy", str(bomb), *common]
     elif where == "sweep":
-        bomb.write_text(laughs())
+        bomb.write_text(big)
         args = ["sweep", str(bomb), *common]
     else:
-        bomb.write_text(laughs())
+        bomb.write_text(big)
         args = ["ingest", "--no-prefect", "-q", "--set", f"corpus.path={corpus}", "--set",
                 f"retrieval.synonyms={bomb}"]
     proc, seconds = run_limited(args)
