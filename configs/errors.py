@@ -27,3 +27,8 @@ class LockedError(RagrigError):
     """Another ingest holds the index lock."""
 
     exit_code = 3
+
+
+class IndexDamagedError(RagrigError):
+    """A published index version whose files do not match its manifest (or are missing): `ragrig ingest`
+    rebuilds it."""

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.configs.yamlio import LocatedYaml, load_yaml
+from ragrig.configs.yamlio import LocatedYaml, YamlBombError, load_yaml, safe_load_bounded
 
 DEFAULT_CONFIG = Path(__file__).with_name("default.yaml")
 
@@ -39,8 +39,8 @@ def _resolve_paths(layer: dict[str, Any], base: Path) -> None:
 
     for keys in PATH_FIELDS:
         parent = get_parent(keys)
-        if parent is not None and isinstance(parent.get(keys[-1]), str):
-            parent[keys[-1]] = _absolute(parent[keys[-1]], base)
+        if parent is not None and isinstance(parent.get(keys[-1]), str) and parent[keys[-1]].strip():
+            parent[keys[-1]] = _absolute(parent[keys[-1]], base)  # an empty path stays empty: validation names it
     for keys in LIST_PATH_FIELDS:
         parent = get_parent(keys)
         if parent is not None and isinstance(parent.get(keys[-1]), list):
@@ -72,7 +72,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not all(keys):
         raise InputError(f"--set {item!r}: empty key segment in {key!r}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = safe_load_bounded(raw) if raw.strip() else ""
+    except YamlBombError as exc:
+        raise InputError(f"--set {item!r}: {exc}") from None
     except yaml.YAMLError:
         value = raw
     return keys, value
@@ -106,7 +108,8 @@ def _format_validation(exc: ValidationError, sources: list[tuple[str, LocatedYam
             if located is not None and located.lines.get(loc[:1]) is not None and _has_path(located.data, loc):
                 where = located.where(loc)
                 break
-            if located is None and label.startswith("--set") and label[6:].split("=", 1)[0] == dotted:
+            key = label[6:].split("=", 1)[0]
+            if located is None and label.startswith("--set") and (dotted == key or dotted.startswith(key + ".")):
                 where = label
                 break
         msg = err["msg"]

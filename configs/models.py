@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 # Bump when chunking, tokenisation or index layout change meaning: indexes get a new key (and are rebuilt,
 # with every unchanged text still served from the embedding cache). Extraction changes are tracked per
@@ -24,12 +26,46 @@ DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.ht
                    "**/*.pdf"]
 
 
+def _wants_number(annotation: Any) -> bool:
+    """int or float, alone, optional, or as the items of a list or the values of a dict (never bool itself)."""
+    if annotation in (int, float):
+        return True
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict):
+        return bool(args) and _wants_number(args[-1])
+    return origin in (typing.Union, types.UnionType) and bool(args) and bool not in args and all(
+        _wants_number(a) for a in args)
+
+
+def _has_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, list):
+        return any(isinstance(v, bool) for v in value)
+    if isinstance(value, dict):
+        return any(isinstance(v, bool) for v in value.values())
+    return False
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    """Every config level: unknown keys, NaN and infinities, and booleans where a number belongs
+    (pydantic would read ``top_k: true`` as 1) are errors."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and _has_bool(value) and _wants_number(field.annotation):
+            raise ValueError("expected a number, got a boolean")
+        return value
 
 
 class CorpusConfig(Strict):
-    path: str = Field("datasets/sample", description="A directory of documents, or a BEIR folder/corpus.jsonl")
+    path: str = Field("datasets/sample", min_length=1, pattern=r"\S",
+                      description="A directory of documents, or a BEIR folder/corpus.jsonl")
     format: Literal["auto", "directory", "beir"] = "auto"
     include: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = Field(default_factory=list)
@@ -196,7 +232,8 @@ class FlowConfig(Strict):
 
 
 class RagrigConfig(Strict):
-    home: str | None = Field(None, description="all state; default $RAGRIG_HOME or ./.ragrig")
+    home: str | None = Field(None, min_length=1, pattern=r"\S",
+                             description="all state; default $RAGRIG_HOME or ./.ragrig")
     corpus: CorpusConfig = Field(default_factory=CorpusConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)

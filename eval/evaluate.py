@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragrig.configs.errors import InputError
+from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import HEADLINE
 from ragrig.eval.relevance import Target, resolve_testset
 from ragrig.eval.report import EvalReport, percentiles, score_results
 from ragrig.eval.testset import TestSet, load_testset
-from ragrig.eval.tracking.runs import RunOptions, log_report
+from ragrig.eval.tracking.runs import RunOptions, log_failure, log_report
 from ragrig.retrieval.documents import Document
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.ingest.pipeline import StageCall
@@ -74,6 +74,8 @@ def evaluate_testsets(
     4. per test set: retrieve and score (``repeats``, ``max_hops`` and ``label`` as ``evaluate`` takes them),
        then, when ``cfg.mlflow.enabled`` and ``log`` is not None, log one MLflow run as ``log`` says and keep
        its id on the report (``mlflow_run_id``). ``log=None`` never logs (the gate judges without logging).
+       A test set whose evaluation fails (a ``RagrigError``: its index damaged or removed under it) is logged
+       as a FAILED run with the error, after the ones before it, and the error is raised.
 
     ``stage(name, fn, *args)`` runs each step (default: call it); the Prefect flows pass
     ``tasks.stages.run_stage``, so each step shows as a task while the sequence lives here only. ``memo``: the
@@ -90,7 +92,12 @@ def evaluate_testsets(
     logging = log is not None and cfg.mlflow.enabled
     reports = []
     for ts, tg in zip(sets, targets, strict=True):
-        report = call("retrieve-and-score", _score, cfg, ts, retriever, tg, repeats, max_hops, label, memo)
+        try:
+            report = call("retrieve-and-score", _score, cfg, ts, retriever, tg, repeats, max_hops, label, memo)
+        except RagrigError as exc:  # the test sets before this one are logged; this one is a FAILED run
+            if logging:
+                call("log-mlflow-failure", log_failure, cfg, ts.name, str(exc), log)
+            raise
         if logging:
             report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)
         reports.append(report)

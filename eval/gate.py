@@ -1,10 +1,11 @@
 """The CI regression gate: compare a candidate evaluation with a committed baseline under a policy and
 return PASS / WARN / BLOCK with the reasons and the flipped queries.
 
-Per metric: no drop -> PASS; a drop within ``max_drop`` -> WARN; a larger drop that the paired
-permutation test does not find significant at ``alpha`` -> WARN (noise is not a reason to block); a
-larger, significant drop -> BLOCK. A ``must_pass`` case that had a relevant chunk in the top k in the
-baseline and has none in the candidate -> BLOCK.
+Cases first: a candidate without some of the baseline's cases -> BLOCK, unless the policy sets
+``allow_subset`` (then WARN); cases the baseline lacks -> WARN. Per metric: no drop -> PASS; a drop within
+``max_drop`` -> WARN; a larger drop that the paired permutation test does not find significant at ``alpha``
+-> WARN (noise is not a reason to block); a larger, significant drop -> BLOCK. A ``must_pass`` case that had
+a relevant chunk in the top k in the baseline and has none in the candidate -> BLOCK.
 
 Outputs are Markdown and JUnit XML strings; the terminal rendering lives in ``flows/render/gate.py``.
 """
@@ -41,6 +42,8 @@ class Policy(BaseModel):
         default_factory=lambda: {m: MetricRule() for m in GATED}
     )
     must_pass: list[str] = Field(default_factory=list)
+    # a candidate that answers only some of the baseline's cases is a BLOCK unless this allows it (then a WARN)
+    allow_subset: bool = False
     k: int = Field(10, ge=1)
     permutations: int = Field(10000, ge=100)
     seed: int = 0
@@ -82,7 +85,7 @@ class GateResult:
 def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateResult:
     cmp: Comparison = compare(base, cand, tuple(policy.metrics), k=policy.k, n_perm=policy.permutations,
                               seed=policy.seed, base_name="baseline", cand_name="candidate")
-    checks: list[Check] = []
+    checks: list[Check] = coverage_checks(base, cand, policy)
     for m in cmp.metrics:
         rule = policy.metrics[m.metric]
         drop = -m.delta
@@ -115,6 +118,31 @@ def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateRes
     verdict = max((c.verdict for c in checks), key=ORDER.__getitem__, default=PASS)
     return GateResult(str(cand.get("testset", base.get("testset", ""))), verdict, checks, cmp.to_dict(),
                       [asdict(f) for f in cmp.flips])
+
+
+def coverage_checks(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> list[Check]:
+    """A "coverage" check when the two runs do not hold the same cases (none when they do): baseline cases the
+    candidate lacks are a BLOCK (metrics over a subset say nothing about the rest) unless the policy has
+    ``allow_subset``, then a WARN; candidate cases the baseline lacks are a WARN (not judged)."""
+    base_ids = [r["id"] for r in base["per_query"]]
+    cand_ids = {r["id"] for r in cand["per_query"]}
+    missing = [i for i in base_ids if i not in cand_ids]
+    extra = sorted(cand_ids - set(base_ids))
+    checks: list[Check] = []
+    n_base, shared = len(base_ids), len(base_ids) - len(missing)
+    if missing:
+        eg = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+        why = (f"compared on {shared} of the baseline's {n_base} cases: {len(missing)} left out ({eg})")
+        if policy.allow_subset:
+            checks.append(Check("coverage", WARN, why + "; the policy allows a subset"))
+        else:
+            checks.append(Check("coverage", BLOCK, why + "; evaluate the whole test set, or set allow_subset: "
+                                "true in the gate policy"))
+    if extra:
+        eg = ", ".join(extra[:3]) + (", …" if len(extra) > 3 else "")
+        checks.append(Check("coverage: new cases", WARN, f"{len(extra)} cases are not in the baseline and were "
+                            f"not judged ({eg}); update the baseline to gate them"))
+    return checks
 
 
 def overall(results: list[GateResult]) -> str:
@@ -181,8 +209,11 @@ def to_markdown(results: list[GateResult]) -> str:
     icon = {PASS: "✅ PASS", WARN: "⚠️ WARN", BLOCK: "⛔ BLOCK"}
     lines = [f"## Retrieval gate: {icon[overall(results)]}", ""]
     for r in results:
-        lines += [f"### {r.testset}: {icon[r.verdict]}", "",
-                  "| check | baseline | candidate | Δ | p | verdict | reason |", "|---|---:|---:|---:|---:|---|---|"]
+        lines += [f"### {r.testset}: {icon[r.verdict]}", ""]
+        coverage = "; ".join(c.reason for c in r.checks if c.name.startswith("coverage"))
+        if coverage:
+            lines += [f"**Partial comparison:** {coverage} (metrics over the {r.comparison.get('n')} shared cases)", ""]
+        lines += ["| check | baseline | candidate | Δ | p | verdict | reason |", "|---|---:|---:|---:|---:|---|---|"]
         for c in r.checks:
             def f(v: float | None, signed: bool = False) -> str:
                 return "" if v is None else (f"{v:+.4f}" if signed else f"{v:.4f}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +104,11 @@ def import_beir(folder: str | Path, split: str = "test") -> TestSet:
                 continue
             if len(row) < 3:
                 raise InputError(f"{qrels_path}:{lineno}: expected query-id, corpus-id, score")
-            try:
-                score = int(float(row[2]))
-            except ValueError:
-                raise InputError(f"{qrels_path}:{lineno}: score {row[2]!r} is not a number") from None
+            score = _score(row[2], f"{qrels_path}:{lineno}")
             if score > 0:
+                if not row[0] or not row[1]:
+                    raise InputError(f"{qrels_path}:{lineno}: empty query-id or corpus-id")
+                _case_id(row[0], f"{qrels_path}:{lineno}")
                 qrels.setdefault(row[0], {})[row[1]] = score
     texts: dict[str, str] = {}
     with open(queries_path, encoding="utf-8") as fh:
@@ -122,11 +124,37 @@ def import_beir(folder: str | Path, split: str = "test") -> TestSet:
     if missing:
         raise InputError(f"{qrels_path}: {len(missing)} query ids have no text in queries.jsonl (e.g. {missing[:3]})")
     cases = [
-        Case(id=f"q{qid}" if not qid[:1].isalnum() else qid, query=texts[qid],
+        Case(id=_case_id(qid, str(qrels_path)), query=texts[qid],
              expect=[Expectation(doc=d, grade=g) for d, g in sorted(docs.items())], tags=[split])
         for qid, docs in sorted(qrels.items(), key=lambda kv: (len(kv[0]), kv[0]))
     ]
     return TestSet(name=f"{root.name}-{split}", corpus=str(root), cases=cases)
+
+
+_CASE_ID = re.compile(Case.model_fields["id"].metadata[0].pattern)
+
+
+def _case_id(qid: str, where: str) -> str:
+    """A BEIR query id as a case id ('q' before one that starts with a symbol), or an InputError naming it:
+    case ids are letters, digits and . _ : - (no spaces or slashes), so reports and MLflow can name them."""
+    cid = f"q{qid}" if not qid[:1].isalnum() else qid
+    if not _CASE_ID.match(cid):
+        raise InputError(f"{where}: query-id {qid!r} cannot be a test case id (letters, digits and . _ : - only, "
+                         "at most 128; no spaces or slashes): rename it in queries.jsonl and the qrels")
+    return cid
+
+
+def _score(raw: str, where: str) -> int:
+    """A qrels relevance score: a finite whole number; 0 or below means not relevant, above 10 is refused."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{where}: score {raw!r} is not a number") from None
+    if not math.isfinite(value) or value != int(value):
+        raise InputError(f"{where}: score {raw!r} is not a finite whole number (BEIR grades are 0, 1, 2, …)")
+    if value > 10:
+        raise InputError(f"{where}: score {raw!r} is above 10, the highest grade a test case takes")
+    return int(value)
 
 
 def dump_testset(ts: TestSet) -> str:

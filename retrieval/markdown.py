@@ -17,6 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from ragrig.configs.yamlio import YamlBombError, safe_load_bounded
+
+FRONTMATTER_SLACK = 10_000
+"""How much larger than its text a frontmatter block may expand through YAML aliases (``yamlio`` units):
+the metadata is copied into every chunk of the document, so the cap is far below a config file's."""
+
+
+class FrontmatterRefused(ValueError):
+    """Frontmatter that must not be ingested at all (a YAML bomb): the document fails with this reason."""
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -71,6 +80,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
 
     Frontmatter is a ``---`` line at the very start, YAML, and a closing ``---`` or ``...`` line.
     Malformed YAML is reported (never raised): the block is still skipped, so it never becomes a chunk.
+    A YAML bomb (aliases expanding far beyond the block, recursive aliases, nesting over 100 levels) raises
+    ``FrontmatterRefused``: that document fails, with the reason.
     """
     if not (text.startswith("---\n") or text.startswith("---\r\n")):
         return {}, 0, None
@@ -81,7 +92,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
         if end < len(text) and text[end] == "\n":
             end += 1
         try:
-            data = yaml.safe_load(block) if block.strip() else {}
+            data = safe_load_bounded(block, FRONTMATTER_SLACK) if block.strip() else {}
+        except YamlBombError as exc:
+            raise FrontmatterRefused(f"frontmatter refused: {exc}") from None
         except yaml.YAMLError as exc:
             return {}, end, f"frontmatter is not valid YAML: {str(exc).splitlines()[0]}"
         if data is None:

@@ -13,6 +13,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.sweep.result import SweepResult
 from ragrig.eval.sweep.spec import SweepSpec, expand
 from ragrig.eval.sweep.summary import plot_metrics, summary_markdown
+from ragrig.eval.tracking.orphans import owner_tags
 from ragrig.eval.tracking.runs import RunOptions, metric_name
 from ragrig.eval.tracking.secrets import safe_params
 from ragrig.eval.tracking.store import ensure_experiment
@@ -23,7 +24,8 @@ def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     import mlflow
 
     exp = ensure_experiment(cfg)
-    run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}", tags={"ragrig.sweep": spec.name})
+    run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}",
+                           tags={"ragrig.sweep": spec.name, **owner_tags()})
     mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
                        "sweep.configs": len(expand(spec))})
     # the base config once, here; each child run logs only its own overrides (and provenance)

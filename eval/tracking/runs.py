@@ -19,6 +19,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import PER_TAG
 from ragrig.eval.report import EvalReport
 from ragrig.eval.tracking.artifacts import local_dir, per_query_rows, write_artifacts
+from ragrig.eval.tracking.orphans import owner_tags
 from ragrig.eval.tracking.secrets import env_secrets, safe_params, scrub
 from ragrig.eval.tracking.store import ensure_experiment
 
@@ -119,7 +120,7 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
     metrics = run_metrics(report)
 
     client = MlflowClient()
-    run = client.create_run(exp_id, run_name=o.run_name, tags={**_context_tags(), **run_tags})
+    run = client.create_run(exp_id, run_name=o.run_name, tags={**_context_tags(), **owner_tags(), **run_tags})
     run_id = run.info.run_id
     try:
         stamp = int(time.time() * 1000)
@@ -146,3 +147,30 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
     client.set_terminated(run_id)
     return run_id
 
+
+
+def log_failure(cfg: RagrigConfig, testset: str, error: str, options: RunOptions | None = None) -> str:
+    """A FAILED MLflow run for an evaluation that could not finish (its index removed under it, a damaged
+    version): the config, the test set and the error, so the store says what happened; returns the run id."""
+    from mlflow.entities import Param, RunStatus
+    from mlflow.tracking import MlflowClient
+
+    o = options or RunOptions()
+    exp_id = o.experiment_id or ensure_experiment(cfg)
+    secrets = env_secrets()
+    flat = cfg.flat()
+    if o.param_keys is not None:
+        flat = {k: flat[k] for k in o.param_keys if k in flat}
+    params = safe_params({**flat, "testset.name": testset, "git.commit": git_commit()})
+    tags = {"ragrig.testset": testset, "ragrig.error": scrub(error, secrets)[:4000], **(o.tags or {})}
+    if o.parent_run_id is not None:
+        tags["mlflow.parentRunId"] = o.parent_run_id
+    client = MlflowClient()
+    run = client.create_run(exp_id, run_name=o.run_name, tags={**_context_tags(), **owner_tags(), **tags})
+    try:
+        plist = [Param(k, v) for k, v in params.items()]
+        for i in range(0, len(plist), 100):
+            client.log_batch(run.info.run_id, params=plist[i : i + 100])
+    finally:
+        client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.FAILED))
+    return run.info.run_id

@@ -24,15 +24,27 @@ def artifact_location(cfg: RagrigConfig) -> str:
 
 
 def ensure_experiment(cfg: RagrigConfig) -> str:
-    """Point MLflow at this config's store and return the id of its experiment (created when missing)."""
+    """Point MLflow at this config's store and return the id of its experiment (created when missing). The
+    first time in a process, runs that dead processes on this host left RUNNING are marked FAILED
+    (``orphans.py``)."""
     import logging
 
     import mlflow
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
 
-    mlflow.set_tracking_uri(tracking_uri(cfg))
+    uri = tracking_uri(cfg)
+    mlflow.set_tracking_uri(uri)
     exp = mlflow.get_experiment_by_name(cfg.mlflow.experiment)
     if exp is None:
         return mlflow.create_experiment(cfg.mlflow.experiment, artifact_location=artifact_location(cfg))
+    if (uri, exp.experiment_id) not in _cleaned:  # once per process and experiment
+        from mlflow.tracking import MlflowClient
+        from ragrig.eval.tracking.orphans import fail_orphans
+
+        fail_orphans(MlflowClient(), exp.experiment_id)
+        _cleaned.add((uri, exp.experiment_id))
     return exp.experiment_id
+
+
+_cleaned: set[tuple[str, str]] = set()

@@ -1,5 +1,5 @@
 """What every command shares: the --config/--set flags, the offline/quiet library environment, Prefect's home,
-and writing --output-json."""
+and writing output files (--output-json, --markdown, --junit, baselines) atomically."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 
 
@@ -41,8 +42,18 @@ def prefect_home() -> None:
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 
 
+def write_text(path: str | None, text: str) -> None:
+    """Write an output file whole or not at all (temp file, fsync, rename): a full disk leaves the previous
+    file as it was and is one clear error, never a file cut short."""
+    if not path:
+        return
+    from ragrig.retrieval.index.files import write_atomic
+
+    try:
+        write_atomic(Path(path), text.encode("utf-8"))
+    except OSError as exc:
+        raise RagrigError(f"cannot write {path}: {exc.strerror or exc}; the file is unchanged") from None
+
+
 def write_json(path: str | None, obj: Any) -> None:
-    if path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")

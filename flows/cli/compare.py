@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import COMPARED, GATED
-from ragrig.flows.cli.common import add_common, write_json
+from ragrig.flows.cli.common import add_common, write_json, write_text
 
 
 def register(sub: Any) -> None:
@@ -46,9 +45,7 @@ def register(sub: Any) -> None:
 
 
 def _write_text(path: str | None, text: str) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n")  # temp + fsync + rename: a full disk never leaves a baseline cut short
 
 
 def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:

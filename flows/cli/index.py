@@ -38,7 +38,7 @@ def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     h = check_index(cfg, all_versions=args.verbose)
     write_json(args.output_json, h.to_dict())
     print(f"index {h.index_key} ({h.index_dir})")
-    if h.current is None:
+    if h.current is None and not h.versions:
         print("  no published version: run `ragrig ingest`")
         return 1
     for v in h.versions:
@@ -49,6 +49,8 @@ def cmd_health(args: argparse.Namespace, cfg: RagrigConfig) -> int:
             print(f"    - {p}")
     for name in h.leftovers:
         print(f"  leftover from an interrupted ingest (swept by the next one): {name}")
+    if not h.ok and h.versions:
+        print("  `ragrig ingest` rebuilds a damaged current version (unchanged documents come from the caches)")
     print("healthy" if h.ok else "UNHEALTHY")
     return 0 if h.ok else 1
 

@@ -20,7 +20,7 @@ class EmbeddingCache(SqliteCache):
     def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         uniq = list(dict.fromkeys(shas))
-        with self._lock:
+        with self._guard():
             for i in range(0, len(uniq), IN_BATCH):
                 part = uniq[i : i + IN_BATCH]
                 q = f"SELECT sha, dim, vec FROM vectors WHERE model=? AND sha IN ({','.join('?' * len(part))})"
@@ -32,12 +32,12 @@ class EmbeddingCache(SqliteCache):
 
     def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         rows = [(model, sha, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items]
-        with self._lock:
+        with self._guard():
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
             self._db.commit()
 
     def count(self, model: str | None = None) -> int:
-        with self._lock:
+        with self._guard():
             if model is None:
                 return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
             return int(self._db.execute("SELECT COUNT(*) FROM vectors WHERE model=?", [model]).fetchone()[0])

@@ -8,6 +8,7 @@ numpy/JSON format, loaded with ``allow_pickle=False``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,17 +24,22 @@ def tokenizer_for(cfg: Bm25Config) -> Tokenizer:
     return Tokenizer(stopwords=cfg.stopwords, stemmer=cfg.stemmer)
 
 
+EMPTY = "empty.json"  # the whole BM25 folder of a version with no chunks (bm25s cannot index an empty corpus)
+
+
 class Bm25Index:
     def __init__(self, retriever, cfg: Bm25Config) -> None:  # type: ignore[no-untyped-def]
-        self._r = retriever
+        self._r = retriever  # None: an index of no documents
         self.cfg = cfg
         self.tokenizer = tokenizer_for(cfg)
-        self.size = int(retriever.scores["num_docs"])
+        self.size = int(retriever.scores["num_docs"]) if retriever is not None else 0
 
     @classmethod
     def build(cls, texts: Sequence[str], cfg: Bm25Config) -> Bm25Index:
         import bm25s
 
+        if not texts:
+            return cls(None, cfg)
         tok = tokenizer_for(cfg)
         corpus = [tok(t) or [""] for t in texts]
         r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
@@ -41,17 +47,25 @@ class Bm25Index:
         return cls(r, cfg)
 
     def save(self, path: Path) -> None:
+        if self._r is None:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / EMPTY).write_text(json.dumps({"num_docs": 0}) + "\n")
+            return
         self._r.save(str(path), show_progress=False, allow_pickle=False)
 
     @classmethod
     def load(cls, path: Path, cfg: Bm25Config, mmap: bool = False) -> Bm25Index:
         import bm25s
 
+        if (path / EMPTY).is_file():
+            return cls(None, cfg)
         r = bm25s.BM25.load(str(path), mmap=mmap, allow_pickle=False, show_progress=False)
         return cls(r, cfg)
 
     def scores(self, tokens: Sequence[str], mask: np.ndarray | None = None) -> np.ndarray:
         """BM25 score of every document for the query tokens (unknown tokens score nothing)."""
+        if self._r is None:
+            return np.zeros(0, dtype=np.float32)
         known = [t for t in tokens if t in self._r.vocab_dict]
         if not known:
             return np.zeros(self.size, dtype=np.float32)

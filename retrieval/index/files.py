@@ -42,11 +42,15 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over ``path``: readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a quota: the old file stays, and no temp file is left
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
 
 

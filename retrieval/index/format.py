@@ -7,7 +7,8 @@
         bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``)
         keywords.json     the keyword library (``retrieval.keywords``)
         config.yaml       the resolved config that built the version
-        manifest.json     written last: a folder without it is not a version
+        manifest.json     written last: a folder without it is not a version; ``files`` holds the sha256 of
+                          every other file (versions written before it existed are checked by counts and ids)
     Chroma: one collection per version, named ``<index key>-<version>``, ids = chunk ids
 
 An index written by an earlier ragrig opens as long as these names and the manifest keys below stay.
@@ -15,6 +16,7 @@ An index written by an earlier ragrig opens as long as these names and the manif
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -110,6 +112,52 @@ def write_config(version_dir: Path, cfg: RagrigConfig) -> None:
     (version_dir / CONFIG).write_text(cfg.to_yaml(), encoding="utf-8")
 
 
+# ---- file hashes -------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_hashes(version_dir: Path) -> dict[str, str]:
+    """The sha256 of every file of a version folder but the manifest, by posix path relative to the folder:
+    the manifest's ``files``, against which ingest and readers check a version before trusting it."""
+    out: dict[str, str] = {}
+    for p in sorted(version_dir.rglob("*")):
+        rel = p.relative_to(version_dir).as_posix()
+        if p.is_file() and rel != MANIFEST:
+            out[rel] = file_sha256(p)
+    return out
+
+
+REQUIRED_MANIFEST = {
+    "version": str, "index_key": str, "counts": dict, "chunk_ids_sha256": str, "documents_sha256": str,
+    "embedding": dict, "chroma": dict,
+}
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """What makes a parsed manifest unusable (a missing key, a wrong type), or None."""
+    if not isinstance(manifest, dict):
+        return f"not a JSON object (got {type(manifest).__name__})"
+    for key, kind in REQUIRED_MANIFEST.items():
+        if not isinstance(manifest.get(key), kind):
+            return f"'{key}' is missing or not a {kind.__name__}"
+    counts, emb, chroma = manifest["counts"], manifest["embedding"], manifest["chroma"]
+    if not all(isinstance(counts.get(k), int) and counts[k] >= 0 for k in ("documents", "chunks")):
+        return "'counts' needs documents and chunks as non-negative integers"
+    if not isinstance(emb.get("model_id"), str) or not isinstance(emb.get("dim"), int):
+        return "'embedding' needs model_id and dim"
+    if not isinstance(chroma.get("collection"), str):
+        return "'chroma' needs collection"
+    files = manifest.get("files")
+    if files is not None and not (isinstance(files, dict) and all(isinstance(v, str) for v in files.values())):
+        return "'files' is not a mapping of path to sha256"
+    return None
+
+
 # ---- manifest ----------------------------------------------------------------
 def chunk_ids_hash(chunk_ids: Iterable[str]) -> str:
     """The manifest's ``chunk_ids_sha256``: what ``health`` checks the tables and stores against."""
@@ -127,9 +175,11 @@ def new_manifest(
     docs: list[Document],
     chunks: list[Chunk],
     corpus_file: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a version built from ``cfg``. ``corpus_file`` (BEIR): the corpus file's hash and
-    extractor, and what failed in it, so an unchanged file is recognised without parsing it."""
+    extractor, and what failed in it, so an unchanged file is recognised without parsing it. ``files``: the
+    version's ``file_hashes``."""
     manifest: dict[str, Any] = {
         "version": version,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -145,6 +195,8 @@ def new_manifest(
     }
     if corpus_file is not None:
         manifest["corpus_file"] = corpus_file
+    if files is not None:
+        manifest["files"] = files
     return manifest
 
 
@@ -154,5 +206,6 @@ def write_manifest(version_dir: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_manifest(version_dir: Path) -> dict[str, Any]:
-    """Raises FileNotFoundError for a folder without one, json.JSONDecodeError for a damaged one."""
-    return json.loads((version_dir / MANIFEST).read_text())
+    """Raises FileNotFoundError for a folder without one, ValueError (json.JSONDecodeError, UnicodeDecodeError)
+    for a damaged one; ``manifest_problem`` says whether a parsed one is usable."""
+    return json.loads((version_dir / MANIFEST).read_text(encoding="utf-8"))

@@ -79,11 +79,15 @@ class Layout:
         return sorted(out)
 
     def next_version(self) -> str:
-        """One past the highest version number present, staging and trash folders included."""
+        """One past the highest version number present, staging and trash folders included, and the one CURRENT
+        names (its folder may be gone): a number is never reused."""
         nums = [0]
         if self.versions_dir.is_dir():
             for p in self.versions_dir.iterdir():
                 m = re.search(r"v(\d{6})$", p.name)
                 if m:
                     nums.append(int(m.group(1)))
+        current = self.current_version()
+        if current is not None:
+            nums.append(int(current[1:]))
         return f"v{max(nums) + 1:06d}"

@@ -4,15 +4,17 @@ CURRENT switch), pruned; and the sweep of what a crashed ingest left behind.
 Each step is a rename or an atomic write, so a reader sees the old state or the new one, never half of
 either: a staged folder is not a version (not ``vNNNNNN``, no manifest until its last write), a pruned one
 stops being a version the moment it is renamed to ``.trash-*``. All of it runs under the ingest lock.
+A version a reader has pinned (``leases.py``) is never pruned: it is kept until a later prune finds it free.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragrig.configs.models import ChromaConfig, IndexConfig
-from ragrig.retrieval.index import chroma
+from ragrig.retrieval.index import chroma, leases
 from ragrig.retrieval.index.files import fsync_dir, fsync_tree, write_atomic
 from ragrig.retrieval.index.format import collection_name, collection_version
 from ragrig.retrieval.index.layout import Layout
@@ -40,20 +42,36 @@ def publish(layout: Layout, version: str) -> None:
     write_atomic(layout.current_file, (version + "\n").encode())
 
 
-def prune(layout: Layout, cfg: IndexConfig) -> list[str]:
-    """Remove the oldest versions beyond ``keep_versions`` (never the current one) and their collections."""
+@dataclass
+class Pruned:
+    removed: list[str] = field(default_factory=list)
+    in_use: list[str] = field(default_factory=list)  # beyond keep_versions, but pinned by a reader: kept for now
+
+
+def prune(layout: Layout, cfg: IndexConfig) -> Pruned:
+    """Remove the oldest versions beyond ``keep_versions`` (never the current one, never one a reader has
+    pinned) and their collections. Each is removed while its lease file is locked exclusively, so no reader
+    can pin it halfway; a reader that was waiting for that lock then finds the version gone and reads
+    CURRENT again."""
+    out = Pruned()
     versions = layout.published_versions()
     current = layout.current_version()
     old = [v for v in versions if v != current][: max(0, len(versions) - cfg.keep_versions)]
     if not old:
-        return []
+        return out
     client = chroma.chroma_client(cfg.chroma, layout.chroma_dir)
     for v in old:
-        trash = layout.trash_dir(v)
-        layout.version_dir(v).rename(trash)  # no longer a published version from here on
-        chroma.delete_collection(client, collection_name(layout.key, v))
-        shutil.rmtree(trash, ignore_errors=True)
-    return old
+        with leases.exclusive(layout.index_dir, v) as free:
+            if not free:
+                out.in_use.append(v)
+                continue
+            trash = layout.trash_dir(v)
+            layout.version_dir(v).rename(trash)  # no longer a published version from here on
+            chroma.delete_collection(client, collection_name(layout.key, v))
+            shutil.rmtree(trash, ignore_errors=True)
+            leases.remove(layout.index_dir, v)
+        out.removed.append(v)
+    return out
 
 
 def sweep_leftovers(layout: Layout, cfg: ChromaConfig) -> list[str]:
@@ -64,6 +82,11 @@ def sweep_leftovers(layout: Layout, cfg: ChromaConfig) -> list[str]:
         shutil.rmtree(p, ignore_errors=True)
         removed.append(p.name)
     published = set(layout.published_versions())
+    for v in leases.lease_versions(layout.index_dir):  # lease files of versions gone (a reader raced a prune)
+        if v not in published:
+            with leases.exclusive(layout.index_dir, v) as free:
+                if free:
+                    leases.remove(layout.index_dir, v)
     if layout.chroma_dir.exists() or cfg.mode == "http":
         client = chroma.chroma_client(cfg, layout.chroma_dir)
         for name in chroma.list_collections(client):

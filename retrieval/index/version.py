@@ -1,5 +1,11 @@
 """A published index version, read-only: manifest, documents, chunks, BM25 and the Chroma collection
-(files as ``format.py`` defines them)."""
+(files as ``format.py`` defines them).
+
+A reader opens the current version with ``IndexVersion.current``: it pins that version with a lease
+(``leases.py``) that prune respects, so the version stays whole for as long as the reader holds it, and it
+checks the version against its manifest (``verify.py``) before serving it. Anything broken is one
+``IndexDamagedError`` that names the version and the file and says that ``ragrig ingest`` rebuilds it.
+"""
 
 from __future__ import annotations
 
@@ -8,37 +14,81 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ragrig.configs.errors import IndexNotFoundError, RagrigError
+from ragrig.configs.errors import IndexDamagedError, IndexNotFoundError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index.format import BM25_DIR, read_chunks, read_documents, read_keywords, read_manifest
+from ragrig.retrieval.index.format import BM25_DIR, read_chunks, read_documents, read_keywords
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.leases import Lease
+from ragrig.retrieval.index.verify import check_collection, load_manifest, verify_version
+
+REBUILD = "run `ragrig ingest` to rebuild it"
+OPEN_TRIES = 20  # CURRENT moving on while a reader opens it (each publish + prune): read it again
 
 
 class IndexVersion:
-    def __init__(self, cfg: RagrigConfig, layout: Layout, version: str) -> None:
+    def __init__(self, cfg: RagrigConfig, layout: Layout, version: str, lease: Lease | None = None) -> None:
         self.cfg = cfg
         self.layout = layout
         self.version = version
         self.dir = layout.version_dir(version)
-        try:
-            self.manifest: dict[str, Any] = read_manifest(self.dir)
-        except FileNotFoundError:
-            raise IndexNotFoundError(f"index version {version} at {self.dir} is incomplete (no manifest)") from None
+        self.lease = lease
+        if not (self.dir / "manifest.json").exists() and self.dir.is_dir():
+            raise IndexNotFoundError(f"index version {version} at {self.dir} is incomplete (no manifest)")
+        manifest, problem = load_manifest(self.dir)
+        if manifest is None:
+            raise self.damaged(problem or "manifest unusable")
+        self.manifest: dict[str, Any] = manifest
 
     @classmethod
     def current(cls, cfg: RagrigConfig) -> IndexVersion:
+        """The published version, pinned for this reader (its lease) and checked against its manifest."""
         layout = Layout(cfg)
-        version = layout.current_version()
-        if version is None:
-            raise IndexNotFoundError(
-                f"no published index for this config (looked in {layout.index_dir}); run `ragrig ingest` first"
-            )
-        return cls(cfg, layout, version)
+        for _ in range(OPEN_TRIES):
+            version = layout.current_version()
+            if version is None:
+                if layout.current_file.exists():
+                    raise IndexDamagedError(f"index {layout.key}: {layout.current_file} does not name a version; "
+                                            f"{REBUILD}")
+                raise IndexNotFoundError(
+                    f"no published index for this config (looked in {layout.index_dir}); run `ragrig ingest` first"
+                )
+            lease = Lease(layout.index_dir, version)
+            if layout.version_dir(version).is_dir():
+                v = cls(cfg, layout, version, lease)
+                v.check(chroma=False)  # the collection: checked by ``collection()``, which only vector search needs
+                return v
+            lease.release()  # pruned before the lease was taken; CURRENT names a newer version unless damaged
+            if layout.current_version() == version:
+                raise IndexDamagedError(f"index {layout.key}: CURRENT names {version}, which is missing; {REBUILD}")
+        raise IndexDamagedError(f"index {layout.key}: CURRENT kept moving while opening it; try again")
+
+    def damaged(self, problem: str) -> IndexDamagedError:
+        return IndexDamagedError(f"index {self.layout.key}@{self.version} is damaged: {problem}; {REBUILD}")
+
+    def check(self, chroma: bool = True) -> None:
+        """Raise ``IndexDamagedError`` unless every file matches the manifest (and, with ``chroma``, the
+        collection holds one vector per chunk)."""
+        problems = verify_version(self.cfg, self.dir, self.layout.chroma_dir, chroma=chroma)
+        if problems:
+            more = f" (and {len(problems) - 1} more problems: `ragrig health`)" if len(problems) > 1 else ""
+            raise self.damaged(problems[0] + more)
+
+    def release(self) -> None:
+        """Give up this reader's pin on the version (a later prune may remove it)."""
+        if self.lease is not None:
+            self.lease.release()
 
     @cached_property
     def chunks(self) -> list[Chunk]:
-        return read_chunks(self.dir)
+        try:
+            chunks = read_chunks(self.dir)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise self.damaged(f"chunks.jsonl is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        if len(chunks) != self.manifest["counts"]["chunks"]:
+            raise self.damaged(f"chunks.jsonl has {len(chunks)} chunks, the manifest "
+                               f"{self.manifest['counts']['chunks']}")
+        return chunks
 
     @cached_property
     def chunk_index(self) -> dict[str, int]:
@@ -49,11 +99,20 @@ class IndexVersion:
 
     @cached_property
     def documents_by_id(self) -> dict[str, Document]:
-        return {d.doc_id: d for d in self.documents()}
+        try:
+            return {d.doc_id: d for d in self.documents()}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise self.damaged(f"documents.jsonl is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
 
     @cached_property
     def keywords(self) -> dict[str, Any]:
-        return read_keywords(self.dir)
+        try:
+            library = read_keywords(self.dir)
+        except (OSError, ValueError) as exc:
+            raise self.damaged(f"keywords.json is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        if not isinstance(library, dict) or not isinstance(library.get("terms", []), list):
+            raise self.damaged("keywords.json is not a keyword library (no 'terms' list)")
+        return library
 
     @property
     def bm25_dir(self) -> Path:
@@ -69,12 +128,14 @@ class IndexVersion:
         return str(self.manifest["chroma"]["collection"])
 
     def collection(self) -> Any:
+        """The version's Chroma collection, checked to hold one vector per chunk."""
         from ragrig.retrieval.index.chroma import chroma_client
 
+        problems = check_collection(self.cfg, self.layout.chroma_dir, self.manifest)
+        if problems:
+            raise self.damaged(problems[0])
         client = chroma_client(self.cfg.index.chroma, self.layout.chroma_dir)
         try:
             return client.get_collection(self.collection_name)
         except Exception as exc:
-            raise RagrigError(
-                f"Chroma collection {self.collection_name} of version {self.version} is missing: {exc}"
-            ) from None
+            raise self.damaged(f"Chroma collection {self.collection_name} is missing ({exc})") from None

@@ -34,6 +34,7 @@ class ChunkingParams:
     max_tokens: int = 254  # the model's window minus its special tokens
     drop_empty_sections: bool = True
     title_path: bool = False  # a document without an H1: its title (frontmatter, else file name) heads every path
+    frontmatter: bool = True  # False: no frontmatter field reaches a chunk's metadata (or its header path)
 
 
 def document_title(doc: Document) -> str:
@@ -241,12 +242,15 @@ def chunk_document(doc: Document, params: ChunkingParams, count: TokenCounter = 
         end = headers[i + 1].start if i + 1 < len(headers) else len(text)
         regions.append((h.start, end, tuple(t for _, t in stack), h.level, min(h.body_start, end)))
 
-    title = str(doc.metadata.get("title") or "")
+    if params.frontmatter:
+        base_meta = {k: v for k, v in {**meta, **doc.metadata}.items()}
+    else:  # what the extractor set itself: the format, and a BEIR record's title (not frontmatter)
+        base_meta = {k: v for k, v in doc.metadata.items() if k == "format" or (k == "title" and doc.format == "beir")}
+    title = str(base_meta.get("title") or "")
     if params.title_path and not any(h.level == 1 for h in parse_headers(text, body_start)):
         title = document_title(doc)
         regions = [(s, e, (title, *path) if level else path, level, b) for s, e, path, level, b in regions]
     chunks: list[Chunk] = []
-    base_meta = {k: v for k, v in {**meta, **doc.metadata}.items()}
     # each region's span to fit and header path; their token counts in two batched calls per document
     todo: list[tuple[int, int, int, int, int, list[str]]] = []  # start, end, body span, level, header path
     for start, end, path, level, bstart in regions:

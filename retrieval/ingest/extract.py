@@ -18,9 +18,10 @@ from typing import Any
 
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.extractions import ExtractCache
-from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
+from ragrig.retrieval.cache.sqlite import CacheCorruptError
+from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc, sha256_bytes
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.markdown import parse_headers, split_frontmatter
+from ragrig.retrieval.markdown import FrontmatterRefused, parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,14 @@ class Extractor:
         if not data.strip():
             raise ExtractionError("empty file")
         warnings: list[str] = []
+        # the document is keyed by the bytes extracted here, never by an earlier read: a file edited between
+        # discovery and extraction is stored under the hash of what was read now (the next ingest compares
+        # the file against that), so a hash never names text that came from other bytes
+        sha = sha256_bytes(data)
+        if sha != src.sha256:
+            log.warning("%s changed between discovery and extraction; extracting the bytes read now", src.doc_id)
+            warnings.append(f"changed while being ingested: extracted the content read at extraction "
+                            f"(sha256 {sha[:12]}…), not the one discovered ({src.sha256[:12]}…)")
         meta: dict[str, Any] = {}
         if src.format in ("docx", "pptx"):
             check_zip(data, self.max_unzipped_bytes)
@@ -184,7 +193,10 @@ class Extractor:
             text = _decode(data)
             if len(text) > self.max_doc_chars:
                 raise ExtractionError(f"{len(text):,} characters > corpus.max_doc_chars ({self.max_doc_chars:,})")
-            fm, body_start, fm_error = split_frontmatter(text)
+            try:
+                fm, body_start, fm_error = split_frontmatter(text)
+            except FrontmatterRefused as exc:
+                raise ExtractionError(str(exc)) from None
             if fm_error:
                 warnings.append(fm_error)
             meta.update(_jsonable(fm))
@@ -207,7 +219,7 @@ class Extractor:
             )
         meta["format"] = src.format
         return Document(
-            doc_id=src.doc_id, sha256=src.sha256, format=src.format, markdown=markdown, metadata=meta, warnings=warnings
+            doc_id=src.doc_id, sha256=sha, format=src.format, markdown=markdown, metadata=meta, warnings=warnings
         )
 
 
@@ -242,8 +254,8 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
     extractor = extractor_for(cfg)
     cache_path = Layout(cfg).extract_cache
     cache = _EXTRACT_CACHES.get(str(cache_path))
-    if cache is None:
-        cache = _EXTRACT_CACHES[str(cache_path)] = ExtractCache(cache_path)
+    if cache is None or cache.stale:  # a cache file deleted or replaced since: open the one there now (the old
+        cache = _EXTRACT_CACHES[str(cache_path)] = ExtractCache(cache_path)  # connection closes when unused)
     docs: list[Document] = []
     failed: list[FailedDoc] = []
     ckey = extractor.cache_key
@@ -256,10 +268,12 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
             doc = extractor.extract(src)
             doc.extractor = extractor_key(cfg, src)
             if src.format != "beir":
-                cache.put(doc, ckey)
+                cache.put(doc, ckey)  # under doc.sha256: the hash of the bytes this extraction read
             docs.append(doc)
         except ExtractionError as exc:
             failed.append(FailedDoc(src.doc_id, "extract", str(exc)))
+        except CacheCorruptError:
+            raise  # the cache file, not this document: the whole run stops with the one clear line
         except Exception as exc:  # a library crash on one file: record it, go on
             failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
     return docs, failed

@@ -1,6 +1,7 @@
 """Incremental, versioned ingestion: the order of the stages, each a method Prefect can wrap as a task.
 
-sweep leftovers -> discover -> plan (``plan.py``: diff against the published version by content sha256)
+sweep leftovers -> verify the published version (``index/verify.py``: a damaged one is rebuilt, not kept)
+-> discover -> plan (``plan.py``: diff against the published version by content sha256)
 -> extract (new/changed only, in batches through the extraction cache: ``extract.py``) -> chunk
 (``chunking.py``) -> embed (embedding cache: ``embed.py``) -> build a new version (``build.py``) ->
 publish (atomic CURRENT switch) and prune old versions (``index/publish.py``). Nothing changed and no
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
@@ -24,6 +26,7 @@ from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import publish
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version
 from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
@@ -61,6 +64,7 @@ class IngestPipeline:
         self._hook = hook  # called at stage boundaries (crash tests kill the process there)
         self._embed_cache: EmbeddingCache | None = None
         self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash and extractor
+        self._kept: str | None = None  # the published version verified whole (None: none, --force, or damaged)
 
     def _mark(self, point: str) -> None:
         if self._hook:
@@ -82,6 +86,31 @@ class IngestPipeline:
     def sweep_leftovers(self) -> list[str]:
         return publish.sweep_leftovers(self.layout, self.cfg.index.chroma)
 
+    def verify_current(self) -> str | None:
+        """The published version this run may diff against and keep, checked against its manifest (file hashes,
+        counts, the Chroma collection): None when there is none, under ``--force``, or when it is damaged (a
+        CURRENT naming a missing version, a garbage manifest, a truncated table, a deleted store), in which
+        case this run rebuilds it from the corpus (the caches make that cheap) and says so."""
+        with self.timed("verify"):
+            current = self.layout.current_version()
+            if current is None:
+                if self.layout.current_file.exists():
+                    self._repair("CURRENT", f"{self.layout.current_file} does not name a version")
+                return None
+            problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
+            if problems:
+                self._repair(current, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
+                                                                 if len(problems) > 3 else ""))
+                return None
+            self._kept = None if self.force else current
+            return self._kept
+
+    def _repair(self, version: str, problem: str) -> None:
+        self.stats.repaired = version
+        self.stats.warnings.append(f"published version {version} is damaged ({problem}): rebuilding it from the "
+                                   "corpus (unchanged documents come from the caches)")
+        log.warning("index %s: %s is damaged (%s); rebuilding", self.layout.key, version, problem)
+
     def discover(self) -> Discovery:
         with self.timed("discover"):
             kind = corpus_kind(self.cfg.corpus)  # clear error for a missing corpus before anything else
@@ -99,7 +128,7 @@ class IngestPipeline:
         """A BEIR corpus file identical to the one the current version was built from: nothing to parse.
         Else None, and the file's record is kept for the manifest of the version this run builds."""
         self._corpus_file = corpus_file_record(self.cfg)
-        previous = self.layout.current_version()
+        previous = self._kept
         kept = self._previous(previous)
         if kept is None:
             return None
@@ -133,13 +162,17 @@ class IngestPipeline:
 
     def plan(self, found: Discovery) -> Plan:
         with self.timed("plan"):
-            current = self.layout.current_version()
+            current = self._kept
             previous = self._previous(current)
             plan = plan_changes(found.docs, previous, self.stats.failed_ids(), lambda src: extractor_key(self.cfg, src))
             self.stats.docs_new, self.stats.docs_changed = plan.new, plan.changed
             self.stats.docs_unchanged = len(plan.reused)
             self.stats.docs_removed = len(plan.removed)
             self.stats.previous_version = current
+            if not found.docs and not self.stats.failures:  # an empty (or unmounted) corpus never empties an index
+                raise InputError(f"corpus.path: no documents in {self.cfg.corpus.path} (corpus.include: "
+                                 f"{', '.join(self.cfg.corpus.include)}): nothing to index; a published version is "
+                                 "kept as it is (`ragrig reset` removes an index)")
             return plan
 
     def extract(self, plan: Plan, mapper: BatchMapper | None = None) -> list[Document]:
@@ -174,6 +207,7 @@ class IngestPipeline:
             max_tokens=limit,
             drop_empty_sections=self.cfg.chunking.drop_empty_sections,
             title_path=self.cfg.chunking.title_path,
+            frontmatter=self.cfg.chunking.frontmatter,
         )
 
     def chunk(self, docs: list[Document]) -> list[Chunk]:
@@ -220,7 +254,11 @@ class IngestPipeline:
             publish.publish(self.layout, version)
             self.stats.version = version
             self.stats.published = True
-            publish.prune(self.layout, self.cfg.index)
+            pruned = publish.prune(self.layout, self.cfg.index)
+            self.stats.kept_in_use = pruned.in_use
+            if pruned.in_use:
+                self.stats.warnings.append(f"kept {', '.join(pruned.in_use)} beyond index.keep_versions: a reader has "
+                                           "it open (a later ingest prunes it once the reader lets go)")
 
     def close(self) -> None:
         if self._embed_cache is not None:
@@ -245,6 +283,7 @@ class IngestPipeline:
         try:
             with ingest_lock(self.layout.lock_file, wait_s=wait_s):
                 call("sweep-leftovers", self.sweep_leftovers)
+                call("verify-current", self.verify_current)
                 found = call("discover", self.discover)
                 if found.unchanged_since is not None:
                     return self._keep_previous(found.unchanged_since)

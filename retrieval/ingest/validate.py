@@ -75,7 +75,8 @@ def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | N
             report.findings.append(Finding(WARNING, d.doc_id, w))
         if count_tokens is not None and window is not None:
             params = ChunkingParams(max_header_level=max_level, max_tokens=window,
-                                    drop_empty_sections=cfg.chunking.drop_empty_sections)
+                                    drop_empty_sections=cfg.chunking.drop_empty_sections,
+                                    frontmatter=cfg.chunking.frontmatter)
             pieces = Counter(c.header for c in chunk_document(d, params, count_tokens) if c.part)
             for header, n in sorted(pieces.items()):
                 report.findings.append(Finding(INFO, d.doc_id, f"section '{header}' exceeds the model window: {n} pieces"))

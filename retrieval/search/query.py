@@ -19,7 +19,8 @@ def validate_query(query: object, max_chars: int = 2000) -> str:
     for i, ch in enumerate(query):
         if ch in "\t\n\r":
             continue
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch not in "\u200d":
+        # ZWNJ and ZWJ (U+200C, U+200D) are letters' business in Persian, Arabic and Indic scripts: kept
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch not in "\u200c\u200d":
             raise InputError(f"query has a control/invalid character U+{ord(ch):04X} at position {i}")
     q = " ".join(query.split())
     if not q:

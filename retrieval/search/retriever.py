@@ -65,7 +65,12 @@ class Retriever:
         self.chunks: list[Chunk] = self.version.chunks
         self._rows = self.version.chunk_index
         self.headers = HeaderIndex(self.chunks)
-        bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
+        try:
+            bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
+        except Exception as exc:  # bm25s' own errors on damaged files
+            raise self.version.damaged(f"bm25/ is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        if bm25.size != len(self.chunks):
+            raise self.version.damaged(f"BM25 has {bm25.size} documents, the chunks table {len(self.chunks)}")
         self.sources = Sources(self.chunks, self._rows, bm25, self.version.collection(), self.headers)
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             _ = self.embedder.model  # load now, so query timings measure queries, not model loading

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from ragrig.configs.errors import IndexDamagedError
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
@@ -30,7 +31,7 @@ class Sources:
     def vectors(self, vecs: np.ndarray, depth: int, mask: np.ndarray | None) -> list[SourceRun]:
         """The nearest ``depth`` chunks to each query vector (cosine similarity), in one Chroma query."""
         if self._vector_count is None:
-            self._vector_count = int(self.collection.count())
+            self._vector_count = int(self._chroma(self.collection.count))
         total = self._vector_count
         empty = [SourceRun.of([]) for _ in range(len(vecs))]
         if total == 0 or len(vecs) == 0:
@@ -42,12 +43,28 @@ class Sources:
                 return empty
             kwargs["ids"] = allowed
             total = len(allowed)
-        res = self.collection.query(query_embeddings=np.asarray(vecs, dtype=np.float32), n_results=min(depth, total),
-                                    include=["distances"], **kwargs)
+        res = self._chroma(self.collection.query, query_embeddings=np.asarray(vecs, dtype=np.float32),
+                           n_results=min(depth, total), include=["distances"], **kwargs)
         row_of = self.row_of
-        return [SourceRun(np.fromiter((row_of[i] for i in ids), dtype=np.int64, count=len(ids)),
-                          1.0 - np.asarray(dists, dtype=np.float64))
-                for ids, dists in zip(res["ids"], res["distances"])]
+        try:
+            return [SourceRun(np.fromiter((row_of[i] for i in ids), dtype=np.int64, count=len(ids)),
+                              1.0 - np.asarray(dists, dtype=np.float64))
+                    for ids, dists in zip(res["ids"], res["distances"])]
+        except KeyError as exc:
+            raise IndexDamagedError(f"Chroma collection {getattr(self.collection, 'name', '?')} returned id {exc} "
+                                    "that is not in this version's chunks table: `ragrig health` says more, "
+                                    "`ragrig ingest` rebuilds it") from None
+
+    def _chroma(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """A call on the collection; Chroma's own errors (its store removed or damaged under this reader: a
+        `ragrig reset`, a deleted folder) become one ``IndexDamagedError``."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise IndexDamagedError(
+                f"Chroma collection {getattr(self.collection, 'name', '?')} failed ({type(exc).__name__}: "
+                f"{str(exc)[:160]}): the index was removed or damaged under this reader; `ragrig health` says "
+                "which, `ragrig ingest` rebuilds it") from None
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         """The stored vectors of these chunk rows, in that order (from Chroma)."""

@@ -137,3 +137,37 @@ def test_baselines_from_a_file_by_test_set(tmp_path, make_config):
     assert sorted(got) == ["a", "b"] and [q["metrics"]["ndcg@10"] for q in got["b"]["per_query"]] == [0.5] * 3
     with pytest.raises(InputError, match="file not found"):
         load_baselines(str(tmp_path / "missing.json"), make_config())
+
+
+# ---- issue 19, item 6: a partial comparison is said everywhere, and blocks unless the policy allows it ----------
+def subset(r: dict, keep: int) -> dict:
+    return {**r, "per_query": r["per_query"][:keep]}
+
+
+def test_a_candidate_with_only_some_of_the_baselines_cases_blocks():
+    base = run([0.5] * 100)
+    r = judge(base, subset(run([0.5] * 100), 5), POLICY)
+    assert r.verdict == BLOCK and verdicts(r) == {"coverage": BLOCK, "ndcg@10": PASS}
+    reason = r.checks[0].reason
+    assert "compared on 5 of the baseline's 100 cases: 95 left out (q5, q6, q7, …)" in reason
+    assert "allow_subset: true" in reason
+    md = to_markdown([r])
+    assert "**Partial comparison:** compared on 5 of the baseline's 100 cases" in md and "| coverage |" in md
+    xml = to_junit([r])
+    assert 'name="coverage"' in xml and "95 left out" in xml and 'failures="1"' in xml
+
+
+def test_a_subset_is_a_warning_when_the_policy_allows_it_and_new_cases_are_a_warning():
+    policy = Policy(metrics={"ndcg@10": MetricRule()}, allow_subset=True)
+    r = judge(run([0.5] * 10), subset(run([0.5] * 10), 4), policy)
+    assert r.verdict == WARN and verdicts(r)["coverage"] == WARN and "the policy allows a subset" in r.checks[0].reason
+    grown = judge(run([0.5] * 4), run([0.5] * 6), POLICY)
+    assert grown.verdict == WARN and verdicts(grown)["coverage: new cases"] == WARN
+    assert "2 cases are not in the baseline and were not judged (q4, q5)" in grown.checks[0].reason
+    assert judge(run([0.5] * 4), run([0.5] * 4), POLICY).checks[0].name == "ndcg@10"  # same cases: no check
+
+
+def test_the_policy_file_takes_allow_subset(tmp_path):
+    p = tmp_path / "policy.yaml"
+    p.write_text("allow_subset: true\n")
+    assert load_policy(p).allow_subset is True and load_policy(None).allow_subset is False

@@ -28,6 +28,18 @@ BAD_CONFIGS = [
     ("--set without =", "", ["retrieval.top_k"], [r"--set 'retrieval\.top_k': expected KEY\.PATH=VALUE"]),
     ("missing corpus", "corpus:\n  path: /nonexistent/corpus\n", [], [r"corpus\.path: /nonexistent/corpus does not exist"]),
     ("bad synonyms file", "retrieval:\n  synonyms: syn.yaml\n", [], [r"syn\.yaml:1: 'heal' must map to a list of non-empty strings"]),
+    # issue 19, item 9: each of these was accepted
+    ("NaN", "retrieval:\n  min_relevance: .nan\n", [], [r"cfg\.yaml:2: retrieval\.min_relevance: .*finite number"]),
+    ("infinity", "corpus:\n  max_file_mb: .inf\n", [], [r"cfg\.yaml:2: corpus\.max_file_mb: .*finite number"]),
+    ("infinite weight", "", ["retrieval.fusion.weights={bm25: .inf, vector: 1}"],
+     [r"--set 'retrieval\.fusion\.weights=\{bm25: \.inf, vector: 1\}'|--set retrieval\.fusion\.weights=.*: "
+      r"retrieval\.fusion\.weights\.bm25: .*finite number"]),
+    ("boolean for a number", "retrieval:\n  top_k: true\n", [],
+     [r"cfg\.yaml:2: retrieval\.top_k: .*expected a number, got a boolean"]),
+    ("--set boolean for a number", "", ["retrieval.top_k=true"],
+     [r"--set retrieval\.top_k=true: retrieval\.top_k: .*expected a number, got a boolean"]),
+    ("empty corpus.path", "corpus:\n  path: ''\n", [], [r"cfg\.yaml:2: corpus\.path: .*at least 1 character"]),
+    ("blank corpus.path", "", ["corpus.path=   "], [r"corpus\.path: "]),
 ]
 
 BAD_TESTSETS = [

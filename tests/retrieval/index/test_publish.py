@@ -58,14 +58,14 @@ def test_prune_keeps_the_newest_and_always_the_current(layout):
     versions = [make_version(lay, client) for _ in range(4)]
     assert versions == ["v000001", "v000002", "v000003", "v000004"]
     publish.publish(lay, "v000004")
-    assert publish.prune(lay, cfg.index) == ["v000001", "v000002"]  # keep_versions=2
+    assert publish.prune(lay, cfg.index).removed == ["v000001", "v000002"]  # keep_versions=2
     assert lay.published_versions() == ["v000003", "v000004"] and lay.leftovers() == []
     assert collections(client, lay) == [collection_name(lay.key, v) for v in ("v000003", "v000004")]
-    assert publish.prune(lay, cfg.index) == []
+    assert publish.prune(lay, cfg.index).removed == []
 
     make_version(lay, client)  # v000005, while CURRENT goes back to v000003
     publish.publish(lay, "v000003")
-    assert publish.prune(lay, cfg.index) == ["v000004"]  # of 3 versions one goes: the oldest that is not current
+    assert publish.prune(lay, cfg.index).removed == ["v000004"]  # of 3 versions: the oldest that is not current
     assert lay.published_versions() == ["v000003", "v000005"]
     assert collections(client, lay) == [collection_name(lay.key, v) for v in ("v000003", "v000005")]
 

@@ -3,6 +3,7 @@ code wrote from the same documents and chunks (tests/fixtures/index-v1); a crash
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -61,6 +62,9 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy):
     assert len(terms) == 19 and all(np.array_equal(bm25_new.scores([t]), bm25_old.scores([t])) for t in terms)
     before, after = read_manifest(old), read_manifest(new)
     assert before.pop("created") and after.pop("created")
+    hashes = after.pop("files")  # new since the fixture: every other file's sha256, what ingest and readers check
+    assert sorted(hashes) == [f for f in files if f != MANIFEST]
+    assert all(hashlib.sha256((new / f).read_bytes()).hexdigest() == h for f, h in hashes.items())
     assert after == before
 
     v = IndexVersion(cfg, layout, version)

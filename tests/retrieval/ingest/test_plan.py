@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ragrig.retrieval.documents import Chunk, Document, SourceDoc
-from ragrig.retrieval.index.format import write_manifest, write_tables
+from ragrig.retrieval.index.format import new_manifest, write_manifest, write_tables
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.plan import assemble, plan_changes, unchanged_corpus_file
@@ -34,8 +34,10 @@ def previous(make_config) -> IndexVersion:
     layout = Layout(cfg)
     vdir = layout.version_dir("v000001")
     vdir.mkdir(parents=True)
-    write_tables(vdir, PUBLISHED, [c for d in PUBLISHED for c in chunks_of(d.doc_id, 2)])
-    write_manifest(vdir, {"version": "v000001"})
+    chunks = [c for d in PUBLISHED for c in chunks_of(d.doc_id, 2)]
+    write_tables(vdir, PUBLISHED, chunks)
+    write_manifest(vdir, new_manifest(cfg, version="v000001", index_key=layout.key, corpus_kind="directory",
+                                      model_id="m", dim=2, docs=PUBLISHED, chunks=chunks))
     return IndexVersion(cfg, layout, "v000001")
 
 
