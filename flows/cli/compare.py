@@ -106,12 +106,14 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.flows.render.gate import print_gate
 
     policy = load_policy(args.policy)
+    # a missing or bad baseline fails before any evaluation (with --update-baseline it is the file to write)
+    baselines = None if args.update_baseline else load_baselines(args.baseline, cfg)
     reports = _candidates(args, cfg)
-    if args.update_baseline:
+    if baselines is None:
         _write_text(args.baseline, json.dumps(baseline_payload(reports), indent=1, ensure_ascii=False))
         print(f"wrote baseline {args.baseline} ({', '.join(r['testset'] for r in reports)}): review and commit it")
         return 0
-    results = judge_all(load_baselines(args.baseline, cfg), reports, policy)
+    results = judge_all(baselines, reports, policy)
     print_gate(results)
     _write_text(args.markdown, to_markdown(results))
     _write_text(args.junit, to_junit(results))

@@ -59,8 +59,10 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
 
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.evaluate import load_testsets
+    from ragrig.retrieval.index.version import IndexVersion
 
     testsets = load_testsets(cfg, args.testset)  # every test set validated before any work
+    IndexVersion.current(cfg)  # no published index: one line now, before a Prefect flow starts
     evaluate(cfg, args, testsets, args.testset, repeats=args.repeats, max_hops=args.max_hops)
     return 0
 
