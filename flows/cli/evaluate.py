@@ -44,6 +44,9 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
                                     log=RunOptions(run_name=args.run_name))
         results = [r.to_dict() for r in reports]
     else:
+        from ragrig.retrieval.index.version import IndexVersion
+
+        IndexVersion.current(cfg)  # no published index: one line now, not after a Prefect flow has started
         prefect_home()
         from ragrig.flows.evaluate import evaluate_flow
 
@@ -59,10 +62,8 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
 
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.evaluate import load_testsets
-    from ragrig.retrieval.index.version import IndexVersion
 
     testsets = load_testsets(cfg, args.testset)  # every test set validated before any work
-    IndexVersion.current(cfg)  # no published index: one line now, before a Prefect flow starts
     evaluate(cfg, args, testsets, args.testset, repeats=args.repeats, max_hops=args.max_hops)
     return 0
 
