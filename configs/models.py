@@ -191,6 +191,9 @@ class ServeConfig(Strict):
     max_request_bytes: int = Field(65536, ge=1024, le=64 * 1024 * 1024)
     max_context_tokens: int = Field(16384, ge=16)
     poll_s: float = Field(1.0, gt=0, le=3600, description="how often the server looks for a newly published version")
+    torch_threads: int = Field(1, ge=1, le=256, description="torch threads for query encoding in the server: it "
+                               "encodes one query at a time, and 2 threads measured 6-10x slower than 1 on a busy "
+                               "2-core machine (OpenMP threads spin when the cores are oversubscribed)")
     timeout_s: float = Field(30.0, gt=0, le=3600, description="the client's timeout per request")
 
 
