@@ -253,7 +253,8 @@ def main() -> None:
 def markdown(r: dict[str, Any]) -> str:
     lines = []
     if "latency" in r:
-        lines += ["| clients | requests | p50 ms | p95 ms | p99 ms | req/s | errors |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += ["| clients | requests | p50 ms | p95 ms | p99 ms | req/s | errors |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
         for lv in r["latency"]["levels"]:
             lines.append(f"| {lv['clients']} | {lv['requests']} | {lv['p50_ms']:.1f} | {lv['p95_ms']:.1f} | "
                          f"{lv['p99_ms']:.1f} | {lv['qps']:.1f} | {lv['errors']} |")
@@ -265,7 +266,8 @@ def markdown(r: dict[str, Any]) -> str:
                   "p50 / p95 ms |", "|---:|---:|---:|---:|---:|---|---|",
                   f"| {s['clients']} | {s['requests']} | {s['errors']} | {s['mixed_version_answers']} | "
                   f"{s['went_back_a_version']} | {s['answers_per_version']['v000001']} / "
-                  f"{s['answers_per_version']['v000002']} | {s['latency']['p50_ms']:.1f} / {s['latency']['p95_ms']:.1f} |"]
+                  f"{s['answers_per_version']['v000002']} | "
+                  f"{s['latency']['p50_ms']:.1f} / {s['latency']['p95_ms']:.1f} |"]
     return "\n".join(lines)
 
 

@@ -18,7 +18,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent / "ragrig"
-DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n",
+DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n"
+                "## Balanced\n\nRe-roll one attack die.\n",
         "m.md": "# Moving\n\n## Dash\n\nA dash moves three inches.\n\n## Climb\n\nClimbing costs double.\n"}
 
 
@@ -64,9 +65,10 @@ def test_serve_and_query_through_it(tmp_path, write_files):
 
         other = ragrig("query", "lethal 5+", "--set", "retrieval.fusion.method=rrf", RAGRIG_SERVER_URL=url)
         assert other.returncode == 2 and other.stdout == ""
-        assert re.fullmatch(r"error: the ragrig server at http://127\.0\.0\.1:\d+ \(\$RAGRIG_SERVER_URL or serve\.url\) "
-                            r"refused the query: this server's retrieval settings \(\w+\) differ from the request's "
-                            r"\(\w+\): start `ragrig serve` with the same config, or query with --local\n", other.stderr)
+        assert re.fullmatch(r"error: the ragrig server at http://127\.0\.0\.1:\d+ \(\$RAGRIG_SERVER_URL or "
+                            r"serve\.url\) refused the query: this server's retrieval settings \(\w+\) differ from "
+                            r"the request's \(\w+\): start `ragrig serve` with the same config, or query with "
+                            r"--local\n", other.stderr)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
