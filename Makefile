@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: the local CPU wheel; the constraints keep every later resolve on it
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+# setuptools' editable install (a meta-path finder, needed by the ragrig.* package-dir mapping) always emits an
+# information-only "Editable installation" notice; the filter drops that one message, nothing else
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -c constraints.txt -e ".[test]"
 	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchvision') is not None)" \
 		|| { echo "torchvision got installed: it breaks sentence-transformers on CPU torch"; exit 1; }
 	touch $(STAMP)

@@ -118,7 +118,7 @@ def _format_validation(exc: ValidationError, sources: list[tuple[str, LocatedYam
         value = err.get("input")
         shown = "" if err["type"] == "extra_forbidden" or isinstance(value, dict) else f" (got {value!r})"
         msgs.append(f"{where}: {dotted}: {msg}{shown}")
-    return "invalid config:\n  " + "\n  ".join(msgs)
+    return "invalid config: " + msgs[0] if len(msgs) == 1 else "invalid config:\n  " + "\n  ".join(msgs)
 
 
 def _has_path(data: Any, loc: tuple[Any, ...]) -> bool:

@@ -203,6 +203,11 @@ class RetrievalConfig(Strict):
     cache_ttl_s: float = Field(600.0, ge=0)
 
 
+def settings_digest(model: BaseModel) -> str:
+    """A short hash of a config section's values (a server and its client compare retrieval settings by it)."""
+    return hashlib.sha256(json.dumps(model.model_dump(), sort_keys=True).encode()).hexdigest()[:12]
+
+
 class EvalConfig(Strict):
     testsets: list[str] = Field(default_factory=list)
     k_values: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 20, 100])
@@ -231,6 +236,25 @@ class FlowConfig(Strict):
     extract_batch: int = Field(64, ge=1)
 
 
+class ServeConfig(Strict):
+    """``ragrig serve`` (the retriever over HTTP) and where ``ragrig query`` finds a running one."""
+
+    host: str = Field("127.0.0.1", description="the address to listen on; loopback unless you mean otherwise")
+    port: int = Field(8765, ge=1, le=65535)
+    url: str | None = Field(None, pattern=r"^https?://", description="a running server `ragrig query` asks "
+                            "(the environment variable RAGRIG_SERVER_URL wins); null: query the index directly")
+    token_env: str = Field("RAGRIG_SERVE_TOKEN", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                           description="the environment variable holding the bearer token (unset: no token)")
+    max_top_k: int = Field(100, ge=1, le=10000)
+    max_request_bytes: int = Field(65536, ge=1024, le=64 * 1024 * 1024)
+    max_context_tokens: int = Field(16384, ge=16)
+    poll_s: float = Field(1.0, gt=0, le=3600, description="how often the server looks for a newly published version")
+    torch_threads: int = Field(1, ge=1, le=256, description="torch threads for query encoding in the server: it "
+                               "encodes one query at a time, and 2 threads measured 6-10x slower than 1 on a busy "
+                               "2-core machine (OpenMP threads spin when the cores are oversubscribed)")
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="the client's timeout per request")
+
+
 class RagrigConfig(Strict):
     home: str | None = Field(None, min_length=1, pattern=r"\S",
                              description="all state; default $RAGRIG_HOME or ./.ragrig")
@@ -242,6 +266,7 @@ class RagrigConfig(Strict):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
     flow: FlowConfig = Field(default_factory=FlowConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
 
     # ---- derived values -------------------------------------------------
     @property

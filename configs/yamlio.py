@@ -49,8 +49,8 @@ class LocatedYaml:
     def validation_error(
         self, exc: Any, title: str, unknown: str = "unknown key", context: Callable[[KeyPath], str] | None = None
     ) -> InputError:
-        """A pydantic ValidationError on this file's data as one InputError: a line per problem, each
-        ``file:line:[context] field: message``."""
+        """A pydantic ValidationError on this file's data as one InputError: ``title: file:line:[context] field:
+        message`` on one line, or the title and a line per problem when there are several."""
         msgs = []
         for err in exc.errors():
             loc = tuple(err["loc"])
@@ -58,6 +58,8 @@ class LocatedYaml:
             dotted = ".".join(str(x) for x in loc) or "(top)"
             msg = unknown if err["type"] == "extra_forbidden" else err["msg"]
             msgs.append(f"{self.where(loc)}:{ctx} {dotted}: {msg}")
+        if len(msgs) == 1:
+            return InputError(f"{title}: {msgs[0]}")
         return InputError(f"{title}:\n  " + "\n  ".join(msgs))
 
 

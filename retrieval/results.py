@@ -67,6 +67,14 @@ class RetrievalResult:
     # of it as full Hits (``search_many(hits=n)``, what evaluation asks for)
     ranked: list[Chunk] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RetrievalResult:
+        """The inverse of ``to_dict`` (``ranked`` stays empty): a result as a server sent it."""
+        names = {f.name for f in fields(cls)} - {"hits", "ranked"}
+        hits = [Hit(**{**h, "sources": {s: SourceScore(**v) for s, v in h.get("sources", {}).items()}})
+                for h in d.get("hits", [])]
+        return cls(hits=hits, **{k: v for k, v in d.items() if k in names})
+
     def to_dict(self) -> dict[str, Any]:
         """Everything but ``ranked`` (the chunks behind the ranking), as JSON-able values."""
         return {f.name: [h.to_dict() for h in self.hits] if f.name == "hits" else copy.deepcopy(getattr(self, f.name))

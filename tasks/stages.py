@@ -1,7 +1,8 @@
 """The one Prefect wrapper for library stages: ``run_stage(name, fn, *args)`` runs ``fn(*args)`` as a task named
 ``name``. The library owns every sequence (``IngestPipeline.run``, ``eval.evaluate.evaluate_testsets``,
 ``eval.sweep.run.run_sweep``) and takes this as its ``stage`` argument, so a flow shows one task per step
-without a copy of the sequence. Retries and tags per stage name live in ``SETTINGS`` and nowhere else.
+without a copy of the sequence. Retries and tags per stage name live in ``SETTINGS`` and nowhere else, the
+concurrency limit per tag in ``CONCURRENCY``.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ class StageSettings:
     tags: list[str] = field(default_factory=list)
 
 
+EMBEDDING_TAG = "ragrig-embedding"
+# tag -> the task concurrency limit `prefect deploy` creates when missing (prefect.yaml's build step calls
+# flows/deploy.py): one embedding at a time keeps two flows from fighting over a small machine's cores
+CONCURRENCY: dict[str, int] = {EMBEDDING_TAG: 1}
+
 # retries only where a retry can help: a stage that talks to Chroma (possibly over HTTP) or to MLflow, and
 # extraction (a converter may fail on a busy machine; its per-document failures are kept inside the batch)
 SETTINGS: dict[str, StageSettings] = {
     "extract": StageSettings(retries=1, retry_delay_seconds=1),
     "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
-    "embed": StageSettings(tags=["ragrig-embedding"]),
+    "embed": StageSettings(tags=[EMBEDDING_TAG]),
     "log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),
 }
 DEFAULT = StageSettings()

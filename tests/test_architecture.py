@@ -1,7 +1,7 @@
 """The shape of the code, read from the source with ast (imports inside functions count too):
 
-- imports point one way: flows -> tasks -> eval -> retrieval.search -> {retrieval.multihop, retrieval.index,
-  retrieval.cache, retrieval.ingest, the retrieval leaves} -> configs; nothing imports "up" that chain;
+- imports point one way: flows -> tasks -> eval -> retrieval.serve -> retrieval.search -> {retrieval.multihop,
+  retrieval.index, retrieval.cache, retrieval.ingest, the retrieval leaves} -> configs; nothing imports "up" that chain;
 - no import cycle between modules;
 - only flows/ imports rich (rendering), and the library (configs, retrieval, eval) never imports Prefect;
 - every import of the project goes through the one namespace, ``ragrig.``;
@@ -24,6 +24,7 @@ LAYERS = [
     ("retrieval",),  # the leaves: documents, results, markdown, keywords, tokenize, headers, embedding, context...
     ("retrieval.cache", "retrieval.index", "retrieval.ingest", "retrieval.multihop"),
     ("retrieval.search",),
+    ("retrieval.serve",),  # the retriever over HTTP (FastAPI; no rich, no Prefect): above the search it serves
     ("eval",),
     ("tasks",),
     ("flows",),

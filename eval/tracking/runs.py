@@ -1,5 +1,7 @@
 """One MLflow run per evaluation: params (the flattened resolved config and the provenance), metrics (overall,
-per tag, latency, variance, ragas) and tags in one batch, then the artifacts (``artifacts.write_artifacts``).
+per tag, latency, variance, ragas) and tags in one batch, the test set as a dataset input (``datasets.py``), then
+the artifacts (``artifacts.write_artifacts``). Runs are named after what they evaluated (``default_run_name``)
+and tagged with the index key and version (``ragrig.index.key``, ``ragrig.index.version``).
 
 The run goes through ``MlflowClient`` rather than the fluent API: it never touches MLflow's per-thread
 active-run stack (so any thread may log), and it costs about half as much, which a sweep pays per config.
@@ -19,6 +21,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import PER_TAG
 from ragrig.eval.report import EvalReport
 from ragrig.eval.tracking.artifacts import local_dir, per_query_rows, write_artifacts
+from ragrig.eval.tracking.datasets import dataset_input
 from ragrig.eval.tracking.orphans import owner_tags
 from ragrig.eval.tracking.secrets import env_secrets, safe_params, scrub
 from ragrig.eval.tracking.store import ensure_experiment
@@ -85,6 +88,13 @@ def run_metrics(report: EvalReport) -> dict[str, float]:
     return metrics
 
 
+def default_run_name(report: EvalReport) -> str:
+    """What a run is called unless ``--run-name`` says: the test set, the index and its version (and the sweep
+    label), e.g. ``sample-rules on sample-8b64625bd4@v000003``, rather than MLflow's random two words."""
+    label = f" [{report.label}]" if report.label else ""
+    return f"{report.testset} on {report.index_key}@{report.index_version}{label}"
+
+
 def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None = None) -> str:
     """One MLflow run for one evaluation, logged as ``options`` say; returns the run id. Params, metrics and
     tags go in one batch. A run whose logging fails is marked FAILED, as ``with mlflow.start_run()`` would."""
@@ -113,16 +123,19 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
         "git.commit": git_commit(),
     })
     run_tags = {k: scrub(str(v), secrets) for k, v in {
-        "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}", **(o.tags or {})
+        "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}",
+        "ragrig.index.key": report.index_key, "ragrig.index.version": report.index_version, **(o.tags or {})
     }.items()}
     if parent_run_id is not None:
         run_tags["mlflow.parentRunId"] = parent_run_id
     metrics = run_metrics(report)
 
     client = MlflowClient()
-    run = client.create_run(exp_id, run_name=o.run_name, tags={**_context_tags(), **owner_tags(), **run_tags})
+    run_name = scrub(o.run_name or default_run_name(report), secrets)
+    run = client.create_run(exp_id, run_name=run_name, tags={**_context_tags(), **owner_tags(), **run_tags})
     run_id = run.info.run_id
     try:
+        client.log_inputs(run_id, datasets=[dataset_input(report)])  # the test set, as mlflow.log_input would
         stamp = int(time.time() * 1000)
         plist = [Param(k, v) for k, v in params.items()]
         client.log_batch(  # MLflow takes at most 100 params per batch

@@ -1,6 +1,6 @@
 """The ``ragrig`` command line. Exit codes: 0 ok, 1 run/gate failed, 2 bad input, 3 locked.
 
-One module per command group (``ingest``, ``query``, ``evaluate``: eval and run, ``compare``: compare and
+One module per command group (``ingest``, ``query``, ``serve``, ``evaluate``: eval and run, ``compare``: compare and
 gate, ``sweep``, ``index``: health, validate and reset, ``testsets``: import-beir); each registers its
 subcommands. Every command takes ``--config FILE`` and ``--set key.path=value``; ``main`` loads the config
 once and hands it to the command. Heavy imports (Prefect, torch, Chroma) happen after the config is
@@ -14,10 +14,10 @@ import sys
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
-from ragrig.flows.cli import compare, evaluate, index, ingest, query, sweep, testsets
+from ragrig.flows.cli import compare, evaluate, index, ingest, query, serve, sweep, testsets
 from ragrig.flows.cli.common import quiet_env
 
-GROUPS = (ingest, query, evaluate, compare, sweep, index, testsets)  # the order of `ragrig --help`
+GROUPS = (ingest, query, serve, evaluate, compare, sweep, index, testsets)  # the order of `ragrig --help`
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,12 +44,24 @@ def main(argv: list[str] | None = None) -> int:
         load_synonyms(cfg.retrieval.synonyms)  # a bad synonyms file fails every command up front
         quiet_env(cfg)
         return int(args.func(args, cfg))
-    except RagrigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    except RagrigError as exc:  # bad input (2), a failed run (1), locked (3): one line, the traceback on DEBUG
+        return _fail(f"error: {exc}", exc.exit_code, args.log_level)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a run that failed for another reason (a library, the machine): exit 1
+        first = (str(exc).strip().splitlines() or [""])[0]
+        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+        return _fail(f"error: {type(exc).__name__}: {first}{hint}", 1, args.log_level)
+
+
+def _fail(line: str, code: int, level: str) -> int:
+    if level == "DEBUG":
+        import traceback
+
+        traceback.print_exc()
+    print(line, file=sys.stderr)
+    return code
 
 
 __all__ = ["build_parser", "main"]

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import COMPARED, GATED
 from ragrig.flows.cli.common import add_common, write_json, write_text
+
+if TYPE_CHECKING:
+    from ragrig.eval.testset import TestSet
 
 
 def register(sub: Any) -> None:
@@ -72,16 +75,15 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0
 
 
-def _candidates(args: argparse.Namespace, cfg: RagrigConfig) -> list[dict[str, Any]]:
+def _candidates(args: argparse.Namespace, cfg: RagrigConfig, testsets: list[TestSet] | None) -> list[dict[str, Any]]:
     """The reports to judge: a given run, or an evaluation of the current config now (not logged)."""
-    if args.candidate:
+    if args.candidate or testsets is None:
         from ragrig.eval.compare import load_run
         from ragrig.eval.tracking.store import tracking_uri
 
         return [load_run(args.candidate, tracking_uri(cfg))[1]]
-    from ragrig.eval.evaluate import evaluate_testsets, load_testsets
+    from ragrig.eval.evaluate import evaluate_testsets
 
-    testsets = load_testsets(cfg, args.testset)  # bad test sets fail before any work
     if not args.no_ingest:
         from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
@@ -90,6 +92,7 @@ def _candidates(args: argparse.Namespace, cfg: RagrigConfig) -> list[dict[str, A
 
 
 def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from ragrig.eval.evaluate import load_testsets
     from ragrig.eval.gate import (
         BLOCK,
         baseline_payload,
@@ -103,12 +106,15 @@ def cmd_gate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.flows.render.gate import print_gate
 
     policy = load_policy(args.policy)
-    reports = _candidates(args, cfg)
-    if args.update_baseline:
+    testsets = None if args.candidate else load_testsets(cfg, args.testset)  # bad test sets fail before any work
+    # so does a missing or bad baseline (with --update-baseline it is the file to write)
+    baselines = None if args.update_baseline else load_baselines(args.baseline, cfg)
+    reports = _candidates(args, cfg, testsets)
+    if baselines is None:
         _write_text(args.baseline, json.dumps(baseline_payload(reports), indent=1, ensure_ascii=False))
         print(f"wrote baseline {args.baseline} ({', '.join(r['testset'] for r in reports)}): review and commit it")
         return 0
-    results = judge_all(load_baselines(args.baseline, cfg), reports, policy)
+    results = judge_all(baselines, reports, policy)
     print_gate(results)
     _write_text(args.markdown, to_markdown(results))
     _write_text(args.junit, to_junit(results))

@@ -44,6 +44,9 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
                                     log=RunOptions(run_name=args.run_name))
         results = [r.to_dict() for r in reports]
     else:
+        from ragrig.retrieval.index.version import IndexVersion
+
+        IndexVersion.current(cfg)  # no published index: one line now, not after a Prefect flow has started
         prefect_home()
         from ragrig.flows.evaluate import evaluate_flow
 

@@ -1,4 +1,6 @@
-"""``ragrig query``: the best chunks for one query from the published index (a table, JSON, or an LLM context)."""
+"""``ragrig query``: the best chunks for one query from the published index (a table, JSON, or an LLM context),
+asked of a running ``ragrig serve`` when one is configured (``$RAGRIG_SERVER_URL`` or ``serve.url``; ``--local``
+opts out): the same output, without loading the model and the index for one query."""
 
 from __future__ import annotations
 
@@ -22,10 +24,17 @@ def register(sub: Any) -> None:
     p.add_argument("--context", action="store_true", help="print the numbered context block for an LLM")
     p.add_argument("--context-tokens", type=int, default=1500, help="token budget of --context")
     p.add_argument("--max-hops", type=int, default=None, metavar="N", help="multi-hop retrieval (0 disables)")
+    p.add_argument("--local", action="store_true",
+                   help="query the index directly even when a server is configured ($RAGRIG_SERVER_URL, serve.url)")
     p.set_defaults(func=cmd_query)
 
 
 def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from ragrig.retrieval.serve.client import server_url
+
+    url = None if args.local else server_url(cfg)
+    if url is not None:
+        return query_server(args, cfg, url)
     from ragrig.retrieval.context import build_context
     from ragrig.retrieval.filters import Filters
     from ragrig.retrieval.search.retriever import Retriever
@@ -46,4 +55,28 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.flows.render.query import print_query
 
     print_query(res, retriever.version.layout.key, debug=args.debug)
+    return 0
+
+
+def query_server(args: argparse.Namespace, cfg: RagrigConfig, url: str) -> int:
+    """``cmd_query`` through the server at ``url``: it answers only for this config's index and retrieval
+    settings (409 otherwise), so the output is what the local path would print."""
+    from ragrig.configs.models import settings_digest
+    from ragrig.retrieval.serve.client import post
+
+    payload = {"query": args.query, "top_k": args.top_k, "filters": args.filter, "max_hops": args.max_hops,
+               "index": cfg.index_key(), "retrieval": settings_digest(cfg.retrieval)}
+    if args.context:
+        ctx, _ = post(cfg, url, "/context", {**payload, "tokens": args.context_tokens})
+        ctx.pop("version", None)
+        print(json.dumps(ctx, indent=2, ensure_ascii=False) if args.json else ctx["text"])
+        return 0
+    res, _ = post(cfg, url, "/retrieve", payload)
+    if args.json:
+        print(json.dumps(res, indent=2, ensure_ascii=False, default=str))
+        return 0
+    from ragrig.flows.render.query import print_query
+    from ragrig.retrieval.results import RetrievalResult
+
+    print_query(RetrievalResult.from_dict(res), cfg.index_key(), debug=args.debug)
     return 0

@@ -17,7 +17,14 @@ import numpy as np
 from ragrig.configs.models import Bm25Config
 from ragrig.retrieval.tokenize import Tokenizer
 
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+def _bm25s():  # type: ignore[no-untyped-def]
+    """bm25s, imported on first use. Its import sets its own logger to DEBUG ("Building index from tokens" on
+    every build), so the level is put back to WARNING after the import, not before it."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 
 def tokenizer_for(cfg: Bm25Config) -> Tokenizer:
@@ -36,10 +43,9 @@ class Bm25Index:
 
     @classmethod
     def build(cls, texts: Sequence[str], cfg: Bm25Config) -> Bm25Index:
-        import bm25s
-
         if not texts:
             return cls(None, cfg)
+        bm25s = _bm25s()
         tok = tokenizer_for(cfg)
         corpus = [tok(t) or [""] for t in texts]
         r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
@@ -55,10 +61,9 @@ class Bm25Index:
 
     @classmethod
     def load(cls, path: Path, cfg: Bm25Config, mmap: bool = False) -> Bm25Index:
-        import bm25s
-
         if (path / EMPTY).is_file():
             return cls(None, cfg)
+        bm25s = _bm25s()
         r = bm25s.BM25.load(str(path), mmap=mmap, allow_pickle=False, show_progress=False)
         return cls(r, cfg)
 

@@ -1,6 +1,6 @@
 """prefect.yaml end to end on a local Prefect server (127.0.0.1): deploy everything, see the reingest cron
-schedule and the evaluate trigger registered, run reingest on a process worker, and see the evaluate run
-that the publish event triggers complete."""
+schedule, the evaluate trigger and the ragrig-embedding concurrency limit (the build step) registered, run
+reingest on a process worker, and see the evaluate run that the publish event triggers complete."""
 
 from __future__ import annotations
 
@@ -33,6 +33,13 @@ async def _state(api: str) -> tuple[dict, list]:
         return deployments, runs
 
 
+async def _limit(api: str, tag: str) -> int:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api) as c:
+        return int((await c.read_concurrency_limit_by_tag(tag)).concurrency_limit)
+
+
 def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
@@ -54,6 +61,7 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
         cli("--no-prompt", "deploy", "--all")
         deployments, _ = asyncio.run(_state(api))
         assert set(deployments) == {"reingest", "evaluate", "sweep"}
+        assert asyncio.run(_limit(api, "ragrig-embedding")) == 1  # created by the deploy's build step
         assert deployments["sweep"][1] == []  # on demand only
         assert [s.cron for s in deployments["reingest"][1]] == ["0 3 * * *"]
 

@@ -54,3 +54,28 @@ def test_run_stage_runs_the_step_as_a_task_in_a_flow():
 
     with prefect_test_harness():
         assert twice(21) == 42
+
+
+def test_the_embedding_tag_has_a_concurrency_limit_to_create():
+    from ragrig.tasks.stages import CONCURRENCY, EMBEDDING_TAG
+
+    assert EMBEDDING_TAG in SETTINGS["embed"].tags and CONCURRENCY == {EMBEDDING_TAG: 1}
+
+
+@pytest.mark.slow
+def test_deploying_creates_missing_concurrency_limits_and_keeps_existing_ones():
+    """prefect.yaml's build step: the limit appears on the first deploy; a later deploy neither duplicates it nor
+    resets a value an operator changed."""
+    from prefect.client.orchestration import get_client
+    from prefect.testing.utilities import prefect_test_harness
+    from ragrig.flows.deploy import ensure_concurrency_limits
+
+    with prefect_test_harness():
+        assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 1},
+                                               "created": ["ragrig-embedding"]}
+        with get_client(sync_client=True) as c:
+            c.create_concurrency_limit(tag="ragrig-embedding", concurrency_limit=3)  # an operator raises it
+        assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 3}, "created": []}
+        with get_client(sync_client=True) as c:
+            assert c.read_concurrency_limit_by_tag("ragrig-embedding").concurrency_limit == 3
+            assert [x.tag for x in c.read_concurrency_limits(limit=50, offset=0)].count("ragrig-embedding") == 1

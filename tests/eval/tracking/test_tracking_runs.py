@@ -90,3 +90,35 @@ def test_a_run_whose_logging_fails_is_marked_failed_and_the_error_surfaces(cfg, 
     exp = MlflowClient().get_experiment_by_name("unit")
     runs = MlflowClient().search_runs([exp.experiment_id])
     assert [(r.info.run_name, r.info.status) for r in runs] == [("broken", "FAILED")]
+
+
+def test_the_test_set_is_a_dataset_input_and_the_run_is_named_and_tagged_by_what_it_evaluated(cfg, tmp_path):
+    """MLflow's conventions: the test set as a dataset input (``mlflow.log_input``'s context tag ``eval``, its
+    digest the file's sha256 prefix, one row per case), tags for the index key and version, a meaningful
+    default name."""
+    from mlflow.tracking import MlflowClient
+    from ragrig.eval.tracking.runs import log_report
+
+    ts = tmp_path / "tiny.yaml"
+    ts.write_text("name: tiny\n")
+    r = report()
+    r.testset_path, r.testset_sha256, r.label = str(ts), "0123456789abcdef" + "f" * 48, ""
+    run_id = log_report(cfg, r, RunOptions(plots=False))  # first: it points MLflow at the config's store
+    run = MlflowClient().get_run(run_id)
+    assert run.info.run_name == "tiny on k@v000001"
+    assert run.data.tags["ragrig.index.key"] == "k" and run.data.tags["ragrig.index.version"] == "v000001"
+    [inp] = run.inputs.dataset_inputs
+    assert (inp.dataset.name, inp.dataset.digest) == ("tiny", "0123456789abcdef")
+    assert {t.key: t.value for t in inp.tags} == {"mlflow.data.context": "eval"}
+    assert inp.dataset.source_type == "local" and json.loads(inp.dataset.source)["uri"].endswith("tiny.yaml")
+    assert json.loads(inp.dataset.profile)["num_rows"] == 1
+    schema = [c["name"] for c in json.loads(inp.dataset.schema)["mlflow_colspec"]]
+    assert schema == ["id", "query", "tags", "expected"]
+    # an edited test set is a new digest; the same file on another run, the same dataset
+    r.testset_sha256 = "fedcba9876543210" + "0" * 48
+    run_id = log_report(cfg, r, RunOptions(run_name="mine", plots=False))
+    again = MlflowClient().get_run(run_id)
+    assert again.info.run_name == "mine" and again.inputs.dataset_inputs[0].dataset.digest == "fedcba9876543210"
+    r.label = "rrf"
+    run_id = log_report(cfg, r, RunOptions(plots=False))
+    assert MlflowClient().get_run(run_id).info.run_name == "tiny on k@v000001 [rrf]"

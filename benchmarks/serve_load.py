@@ -1,0 +1,275 @@
+"""``ragrig serve`` under load, from a real HTTP client (httpx, keep-alive, one client per thread), on 127.0.0.1.
+
+1. Latency: SciFact's published index (configs/scifact.yaml; its home given by --home, opened read-only) served
+   by ``ragrig serve`` in its own process group, its 300 test queries sent by 1, 4 and 16 concurrent clients
+   (--requests each level, after a warm-up); p50/p95/p99 client-side latency, throughput, errors, and the
+   server's own per-stage means from /metrics. The query cache is off (``retrieval.cache_size=0``): every request
+   is a real search.
+2. A publish mid-run: a scratch home (a copy of datasets/sample plus a "generation" document, ingested once),
+   served; 16 clients query it without pause while a separate ``ragrig ingest`` publishes v2 (the generation
+   document and five others edited); every answer is checked against the chunk table of the version it names
+   (a hit whose text is not that version's: a mixed-version answer), per client the versions must never go
+   back, and every request must succeed.
+
+Writes benchmarks/results/serve_load.json and prints Markdown tables.
+
+    python benchmarks/serve_load.py --home /work/state/home [--requests 300] [--levels 1 4 16] [--skip-latency]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent / "ragrig"
+OUT = ROOT / "benchmarks" / "results"
+SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
+GEN = "# Generation\n\n## Marker\n\nThe marker of this corpus is generation {n}, written for version {n}.\n"
+REVISED = "\n\n## Revision\n\nThis document was revised for generation {n}.\n"
+
+
+@contextmanager
+def serve(args: list[str], env: dict[str, str], log: Path, timeout_s: float = 600) -> Iterator[str]:
+    """``ragrig serve --port 0 ARGS`` in its own process group; yields its URL; stops the group."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(BIN), "serve", "--port", "0", *args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not (m := re.search(r"on (http://127\.0\.0\.1:\d+)", log.read_text())):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ragrig serve did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield m.group(1)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_until(cond: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def scifact_queries() -> list[str]:
+    ids = {line.split("\t")[0] for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:] if line}
+    rows = [json.loads(x) for x in (SCIFACT / "queries.jsonl").read_text().splitlines() if x.strip()]
+    return [r["text"] for r in rows if str(r["_id"]) in ids]
+
+
+def stats(ms: list[float]) -> dict[str, float]:
+    a = np.asarray(ms)
+    return {"p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
+            "p99_ms": float(np.percentile(a, 99)), "mean_ms": float(a.mean())}
+
+
+def stage_means(url: str) -> dict[str, float]:
+    """Mean ms per stage from the server's Prometheus histograms."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    sums = dict(re.findall(r'ragrig_stage_seconds_sum\{stage="(\w+)"\} ([\d.e+-]+)', text))
+    counts = dict(re.findall(r'ragrig_stage_seconds_count\{stage="(\w+)"\} ([\d.e+-]+)', text))
+    return {s: 1000 * float(sums[s]) / float(counts[s]) for s in sums if float(counts.get(s, 0)) > 0}
+
+
+def load(url: str, queries: list[str], clients: int, requests: int, top_k: int = 10) -> dict[str, Any]:
+    """``requests`` queries in all, split over ``clients`` threads, each with its own keep-alive connection."""
+    lat: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+
+    def client(i: int) -> None:
+        with httpx.Client(base_url=url, timeout=60) as c:
+            for j in range(i, requests, clients):
+                t0 = time.perf_counter()
+                try:
+                    r = c.post("/retrieve", json={"query": queries[j % len(queries)], "top_k": top_k})
+                    if r.status_code != 200:
+                        errors.append(f"{r.status_code}: {r.text[:200]}")
+                except httpx.HTTPError as exc:
+                    errors.append(repr(exc))
+                lat[i].append((time.perf_counter() - t0) * 1000)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    flat = [x for xs in lat for x in xs]
+    return {"clients": clients, "requests": len(flat), "errors": len(errors), "error_samples": errors[:3],
+            "seconds": wall, "qps": len(flat) / wall, **stats(flat)}
+
+
+def latency(home: Path, levels: list[int], requests: int, tmp: Path) -> dict[str, Any]:
+    env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    queries = scifact_queries()
+    before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    out: dict[str, Any] = {"home": str(home), "queries": len(queries), "levels": []}
+    t0 = time.perf_counter()
+    with serve(["-c", str(ROOT / "configs" / "scifact.yaml"), "--set", "retrieval.cache_size=0"], env,
+               tmp / "serve-scifact.log") as url:
+        out["startup_s"] = time.perf_counter() - t0
+        out["health"] = httpx.get(url + "/health", timeout=30).json()
+        load(url, queries, 1, 20)  # warm-up
+        for c in levels:
+            level = load(url, queries, c, requests)
+            print(f"  {c:>2} clients: p50 {level['p50_ms']:.1f} ms, p95 {level['p95_ms']:.1f} ms, "
+                  f"{level['qps']:.1f} req/s, {level['errors']} errors", flush=True)
+            out["levels"].append(level)
+        out["server_stage_mean_ms"] = stage_means(url)
+    after = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    out["home_files_changed"] = sorted(str(p) for p in set(before) | set(after) if before.get(p) != after.get(p))
+    return out
+
+
+def write_corpus(corpus: Path, n: int) -> None:
+    (corpus / "gen.md").write_text(GEN.format(n=n), encoding="utf-8")
+    for p in sorted(corpus.rglob("*.md"))[:6]:
+        if p.name != "gen.md":
+            text = re.sub(r"\n\n## Revision\n\n.*\n$", "", p.read_text(encoding="utf-8"))
+            p.write_text(text + (REVISED.format(n=n) if n > 1 else ""), encoding="utf-8")
+
+
+def switch(tmp: Path, clients: int, before_n: int, after_n: int) -> dict[str, Any]:
+    home, corpus = tmp / "home", tmp / "corpus"
+    shutil.copytree(ROOT / "datasets" / "sample", corpus)
+    write_corpus(corpus, 1)
+    sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.cache_size=0", "--set", "eval.testsets=[]"]
+    env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    p = subprocess.run([str(BIN), "ingest", "--no-prefect", "-q", *sets], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    queries = ["which generation is the marker of this corpus", "what was revised for this generation",
+               "how does a grappled creature get free", "what does cover do", "lethal 5+", "how far can I dash"]
+    answers: list[list[tuple[str, list[tuple[str, str]], float]]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def client(i: int, url: str) -> None:
+        with httpx.Client(base_url=url, timeout=60) as c:
+            k = i
+            while not stop.is_set() and len(answers[i]) < 5000:
+                t0 = time.perf_counter()
+                try:
+                    r = c.post("/retrieve", json={"query": queries[k % len(queries)], "top_k": 10})
+                    ms = (time.perf_counter() - t0) * 1000
+                    if r.status_code != 200:
+                        errors.append(f"{r.status_code}: {r.text[:200]}")
+                    else:
+                        b = r.json()
+                        answers[i].append((b["version"], [(h["chunk_id"], h["text"]) for h in b["hits"]], ms))
+                except httpx.HTTPError as exc:
+                    errors.append(repr(exc))
+                k += clients
+
+    def total() -> int:
+        return sum(map(len, answers))
+
+    with serve(sets, env, tmp / "serve-switch.log") as url:
+        threads = [threading.Thread(target=client, args=(i, url)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        wait_until(lambda: total() >= before_n, 600, f"{before_n} answers before the publish")
+        write_corpus(corpus, 2)
+        t_pub = time.perf_counter()
+        p = subprocess.run([str(BIN), "ingest", "--no-prefect", "-q", *sets], env=env, capture_output=True, text=True)
+        publish_s = time.perf_counter() - t_pub
+        assert p.returncode == 0, p.stderr
+        wait_until(lambda: any(v == "v000002" for a in answers for v, _, _ in a[-1:]), 120, "an answer from v2")
+        switched_at = total()
+        wait_until(lambda: total() >= switched_at + after_n, 600, f"{after_n} answers after the switch")
+        stop.set()
+        for t in threads:
+            t.join()
+        health = httpx.get(url + "/health", timeout=30).json()
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.index.layout import Layout
+    from ragrig.retrieval.index.version import IndexVersion
+
+    os.environ["RAGRIG_HOME"] = str(home)
+    cfg = load_config(overrides=[s for s in sets if s != "--set"])
+    tables = {v: {c.chunk_id: c.text for c in IndexVersion(cfg, Layout(cfg), v).chunks} for v in ("v000001", "v000002")}
+    changed = sum(1 for cid, text in tables["v000002"].items() if tables["v000001"].get(cid) != text)
+    flat = [a for xs in answers for a in xs]
+    mixed = [v for v, hits, _ in flat if any(tables[v].get(cid) != text for cid, text in hits)]
+    went_back = sum(1 for xs in answers for (a, _, _), (b, _, _) in zip(xs, xs[1:]) if b < a)
+    per_version = {v: sum(1 for x, _, _ in flat if x == v) for v in tables}
+    return {"clients": clients, "requests": len(flat) + len(errors), "errors": len(errors),
+            "error_samples": errors[:3], "mixed_version_answers": len(mixed), "went_back_a_version": went_back,
+            "answers_per_version": per_version, "chunks_changed_in_v2": changed, "publish_ingest_s": publish_s,
+            "latency": stats([ms for _, _, ms in flat]), "health_after": health}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--home", type=Path, default=Path(os.environ.get("RAGRIG_HOME", ROOT / ".ragrig")),
+                    help="the ragrig home holding the SciFact index (only read)")
+    ap.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--requests", type=int, default=300, help="requests per concurrency level")
+    ap.add_argument("--switch-clients", type=int, default=16)
+    ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-switch", action="store_true")
+    args = ap.parse_args()
+    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
+    with tempfile.TemporaryDirectory(prefix="ragrig-serve-load-") as tmp:
+        if not args.skip_latency:
+            print("latency on SciFact:", flush=True)
+            result["latency"] = latency(args.home.resolve(), args.levels, args.requests, Path(tmp))
+        if not args.skip_switch:
+            print("publish mid-run:", flush=True)
+            result["switch"] = switch(Path(tmp), args.switch_clients, 300, 300)
+            s = result["switch"]
+            print(f"  {s['requests']} requests, {s['errors']} errors, {s['mixed_version_answers']} mixed-version "
+                  f"answers, {s['went_back_a_version']} went back, per version {s['answers_per_version']}", flush=True)
+    result["machine"]["load_avg_end"] = os.getloadavg()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "serve_load.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(markdown(result))
+
+
+def markdown(r: dict[str, Any]) -> str:
+    lines = []
+    if "latency" in r:
+        lines += ["| clients | requests | p50 ms | p95 ms | p99 ms | req/s | errors |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for lv in r["latency"]["levels"]:
+            lines.append(f"| {lv['clients']} | {lv['requests']} | {lv['p50_ms']:.1f} | {lv['p95_ms']:.1f} | "
+                         f"{lv['p99_ms']:.1f} | {lv['qps']:.1f} | {lv['errors']} |")
+        st = r["latency"]["server_stage_mean_ms"]
+        lines.append("\nserver-side mean ms per stage: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(st.items())))
+    if "switch" in r:
+        s = r["switch"]
+        lines += ["", "| clients | requests | errors | mixed-version answers | went back a version | v1 / v2 answers | "
+                  "p50 / p95 ms |", "|---:|---:|---:|---:|---:|---|---|",
+                  f"| {s['clients']} | {s['requests']} | {s['errors']} | {s['mixed_version_answers']} | "
+                  f"{s['went_back_a_version']} | {s['answers_per_version']['v000001']} / "
+                  f"{s['answers_per_version']['v000002']} | "
+                  f"{s['latency']['p50_ms']:.1f} / {s['latency']['p95_ms']:.1f} |"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""``ragrig serve``: the evaluated retriever over HTTP (``retrieval/serve``), on 127.0.0.1 unless told otherwise.
+
+The port is bound first (a port in use fails at once, before the index loads), then the published version is
+opened once; the server answers until Ctrl-C / SIGTERM, switching to each newly published version as it appears.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Any
+
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import RagrigConfig
+from ragrig.flows.cli.common import add_common
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve the retriever over HTTP: /retrieve, /context, /health, /metrics")
+    add_common(p)
+    p.add_argument("--host", default=None, help="address to listen on (default serve.host: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default serve.port: 8765; 0 picks a free one)")
+    p.set_defaults(func=cmd_serve)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or one line saying why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another --port / --host)")
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    host = args.host or cfg.serve.host
+    port = cfg.serve.port if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port {port}: expected 0..65535")
+    sock = bind(host, port)
+    token = os.environ.get(cfg.serve.token_env) or None
+    if host not in LOOPBACK and token is None:
+        print(f"warning: serving on {host} with no bearer token (set ${cfg.serve.token_env})", file=sys.stderr)
+    import torch
+    import uvicorn
+    from ragrig.retrieval.serve.app import create_app
+
+    torch.set_num_threads(cfg.serve.torch_threads)  # the server encodes one short query at a time
+
+    try:
+        app = create_app(cfg, token=token)  # opens the published version (a missing index fails here, exit 2)
+    except BaseException:
+        sock.close()
+        raise
+    current = app.state.live.current
+    v = current.retriever.version
+    bound = sock.getsockname()[1]
+    print(f"serving {v.layout.key}@{v.version} ({len(current.retriever.chunks)} chunks, {v.model_id}) on "
+          f"http://{host}:{bound}{' with a bearer token' if token else ''}; Ctrl-C stops", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0

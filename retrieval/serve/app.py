@@ -1,0 +1,210 @@
+"""The HTTP API over the evaluated retriever (``create_app``; ``ragrig serve`` runs it with uvicorn):
+
+    POST /retrieve   {query, top_k?, filters?, max_hops?} -> the RetrievalResult ``ragrig query --json`` prints
+    POST /context    the same + {tokens?} -> {version, text, citations: {n: chunk id}, tokens, dropped}
+    GET  /health     index key, version, model, document and chunk counts, switches, uptime (no token needed)
+    GET  /metrics    Prometheus text (metrics.py)
+
+Every answer comes from one index version (``X-Ragrig-Index: key@version``); a newly published version is
+switched to without dropping a request (live.py). Bad input is a 400 ``{"error": "..."}``, never a 500; a body
+over the limit a 413; a missing or wrong bearer token (when ``$<serve.token_env>`` is set) a 401; a request that
+expects another index or other retrieval settings (``ragrig query`` sends its config's) a 409.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Header, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from ragrig.configs.errors import InputError, RagrigError
+from ragrig.configs.models import RagrigConfig, settings_digest
+from ragrig.retrieval.context import build_context
+from ragrig.retrieval.results import RetrievalResult
+from ragrig.retrieval.search.filters import Filters
+from ragrig.retrieval.search.retriever import Retriever
+from ragrig.retrieval.serve.api import (
+    BodyLimit,
+    ContextRequest,
+    RetrieveRequest,
+    authorized,
+    check_limits,
+    validation_message,
+)
+from ragrig.retrieval.serve.live import LiveIndex, Slot
+from ragrig.retrieval.serve.metrics import ServeMetrics
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+ENDPOINTS = ("/retrieve", "/context", "/health", "/metrics")
+
+
+class Unauthorized(RagrigError):
+    pass
+
+
+class Conflict(RagrigError):
+    pass
+
+
+def _body(model: type[RetrieveRequest]) -> dict[str, Any]:
+    """The request body's schema for /docs (the endpoints parse the body themselves)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(obj, ensure_ascii=False, default=str).encode()
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | None = None,
+               watch: bool = True) -> FastAPI:
+    """The app over ``live`` (default: the published version of ``cfg``'s index, opened now). ``token``: the
+    bearer token requests must carry (None: none). ``watch``: poll CURRENT every ``serve.poll_s`` while running."""
+    live = live or LiveIndex(cfg)
+    metrics = ServeMetrics()
+    digest = settings_digest(cfg.retrieval)
+    started = time.time()
+
+    def serving(slot: Slot) -> None:
+        v = slot.retriever.version
+        metrics.serving(v.layout.key, v.version, v.model_id, len(slot.retriever.chunks))
+
+    def switched(old: Slot, new: Slot) -> None:
+        metrics.switches.inc()
+        serving(new)
+
+    serving(live.current)
+    live.listen(switched)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if watch:
+            live.watch(cfg.serve.poll_s)
+        yield
+        live.stop()
+
+    app = FastAPI(title="ragrig", summary="The evaluated retriever, served", lifespan=lifespan)
+    app.state.live, app.state.metrics = live, metrics
+    app.add_middleware(BodyLimit, max_bytes=cfg.serve.max_request_bytes)
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        endpoint = request.url.path if request.url.path in ENDPOINTS else "other"
+        t0 = time.perf_counter()
+        metrics.in_flight.inc()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            metrics.in_flight.dec()
+            metrics.request(endpoint, status, time.perf_counter() - t0)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> Response:
+        return _json({"error": validation_message(list(exc.errors()))}, 400)
+
+    @app.exception_handler(InputError)
+    async def _bad_input(_: Request, exc: InputError) -> Response:
+        return _json({"error": str(exc)}, 400)
+
+    @app.exception_handler(Unauthorized)
+    async def _unauthorized(_: Request, exc: Unauthorized) -> Response:
+        return _json({"error": str(exc)}, 401, {"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(Conflict)
+    async def _conflict(_: Request, exc: Conflict) -> Response:
+        return _json({"error": str(exc)}, 409)
+
+    @app.exception_handler(RagrigError)
+    async def _unavailable(_: Request, exc: RagrigError) -> Response:  # the index cannot answer (e.g. Chroma)
+        return _json({"error": str(exc)}, 503)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> Response:
+        return _json({"error": str(exc.detail)}, exc.status_code, dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, exc: Exception) -> Response:
+        log.error("request failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
+        return _json({"error": f"internal error: {type(exc).__name__}"}, 500)
+
+    def guard(authorization: str | None) -> None:
+        if not authorized(authorization, token):
+            raise Unauthorized(f"missing or wrong bearer token (the server reads it from ${cfg.serve.token_env})")
+
+    def answer(req: RetrieveRequest, r: Retriever) -> tuple[RetrievalResult, float]:
+        """The request's result from ``r``, searched under the search lock; and the wait for it."""
+        key = r.version.layout.key
+        if req.index is not None and req.index != key:
+            raise Conflict(f"this server serves index {key}, the request expects {req.index}: start `ragrig serve` "
+                           "with the same config, or query the index directly (ragrig query --local)")
+        if req.retrieval is not None and req.retrieval != digest:
+            raise Conflict(f"this server's retrieval settings ({digest}) differ from the request's "
+                           f"({req.retrieval}): start `ragrig serve` with the same config, or query with --local")
+        filters = Filters.parse(req.filter_items())
+        t0 = time.perf_counter()
+        with live.search_lock:
+            waited = time.perf_counter() - t0
+            return r.search(req.query, top_k=req.top_k, filters=filters, max_hops=req.max_hops), waited
+
+    def answered(req: RetrieveRequest, context_tokens: int | None) -> Response:
+        """One request, start to end, on the version it acquired (run in a worker thread)."""
+        with live.acquire() as r:
+            res, waited = answer(req, r)
+            key = r.version.layout.key
+            body: dict[str, Any] = res.to_dict()
+            if context_tokens is not None:
+                with live.search_lock:  # the tokenizer, like the encoder, one caller at a time
+                    body = {"version": res.version, **build_context(res.hits, context_tokens,
+                                                                     r.embedder.count_tokens).to_dict()}
+        metrics.retrieval(res.timings_ms, waited, res.cached)
+        return _json(body, headers={"X-Ragrig-Index": f"{key}@{res.version}"})
+
+    async def parsed(request: Request, model: type[RetrieveRequest]) -> RetrieveRequest:
+        """The body as ``model`` whatever its Content-Type says (a client that forgets the header gets the same
+        answer); a refusal names each bad field."""
+        guard(request.headers.get("authorization"))
+        try:
+            req = model.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise InputError(validation_message(list(exc.errors()))) from None
+        check_limits(req, cfg.serve)
+        return req
+
+    @app.post("/retrieve", openapi_extra=_body(RetrieveRequest))
+    async def retrieve(request: Request) -> Response:
+        req = await parsed(request, RetrieveRequest)
+        return await run_in_threadpool(answered, req, None)
+
+    @app.post("/context", openapi_extra=_body(ContextRequest))
+    async def context(request: Request) -> Response:
+        req = await parsed(request, ContextRequest)
+        assert isinstance(req, ContextRequest)
+        return await run_in_threadpool(answered, req, req.budget(cfg.serve))
+
+    @app.get("/health")
+    def health() -> Response:
+        with live.acquire() as r:
+            v = r.version
+            counts = v.manifest.get("counts", {})
+            body = {"status": "ok", "index": v.layout.key, "version": v.version, "model": v.model_id,
+                    "documents": counts.get("documents"), "chunks": len(r.chunks), "retrieval": digest,
+                    "switches": live.switches, "uptime_s": round(time.time() - started, 1)}
+        return _json(body)
+
+    @app.get("/metrics")
+    def prometheus(authorization: str | None = Header(None)) -> Response:
+        guard(authorization)
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    return app
