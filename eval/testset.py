@@ -106,6 +106,23 @@ def load_testset(path: str | Path, drafts: bool = False) -> TestSet:
     return ts
 
 
+def only_cases(testsets: list[TestSet], ids: list[str]) -> list[TestSet]:
+    """The test sets cut down to the cases ``ids`` names (``ragrig eval --case``); a test set left with none is
+    dropped, and an id no test set has is an error naming it."""
+    want = set(ids)
+    found = {c.id for ts in testsets for c in ts.cases}
+    unknown = [i for i in dict.fromkeys(ids) if i not in found]
+    if unknown:
+        names = ", ".join(ts.name for ts in testsets)
+        raise InputError(f"--case {', '.join(repr(u) for u in unknown)}: no such case in {names}")
+    out = []
+    for ts in testsets:
+        cases = [c for c in ts.cases if c.id in want]
+        if cases:
+            out.append(ts.model_copy(update={"cases": cases}))
+    return out
+
+
 def import_beir(folder: str | Path, split: str = "test") -> TestSet:
     """BEIR queries.jsonl + qrels/<split>.tsv -> a test set with ``doc:`` expectations (no section)."""
     root = Path(folder)

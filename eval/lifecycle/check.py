@@ -177,32 +177,31 @@ def targets(report: CheckReport, ts: TestSet, reference: bool = False) -> dict[s
     return out
 
 
-def to_markdown(reports: list[CheckReport]) -> str:
-    """The check as Markdown: counts per test set, then one row per case that is not ok."""
+def to_markdown(reports: list[dict[str, Any]]) -> str:
+    """The check (``CheckReport.to_dict()`` per test set) as Markdown: counts, then a row per flagged expectation."""
     lines = []
     for r in reports:
-        against = f" (reference {r.reference_version})" if r.reference_version else ""
-        counts = ", ".join(f"{n} {s}" for s, n in r.counts.items())
-        lines += [f"### Test set check: {r.testset} on {r.version}{against}", "", counts, ""]
-        flagged = [c for c in r.cases if c.status != OK]
+        against = f" (reference {r['reference_version']})" if r.get("reference_version") else ""
+        counts = ", ".join(f"{n} {s}" for s, n in r["counts"].items())
+        lines += [f"### Test set check: {r['testset']} on {r['version']}{against}", "", counts, ""]
+        flagged = [c for c in r["cases"] if c["status"] != OK]
         if not flagged:
             lines += ["every case's evidence is where the test set says, with the same text", ""]
             continue
         lines += ["| case | status | expectation | now / why |", "|---|---|---|---|"]
         for c in flagged:
-            for e in c.expectations:
-                if e.status == OK:
+            for e in c["expectations"]:
+                if e["status"] == OK:
                     continue
-                written = section_key(e.doc, e.section) if e.section else e.doc
-                if e.status == MOVED:
-                    detail = f"→ `{e.now_doc}`" + (f" § `{e.now_section}`" if e.now_section else "")
-                elif e.status == CHANGED:
-                    detail = "<br>".join(f"`{d}`" for d in e.diff)
+                if e["status"] == MOVED:
+                    detail = f"→ `{e['now_doc']}`" + (f" § `{e['now_section']}`" if e["now_section"] else "")
+                elif e["status"] == CHANGED:
+                    detail = "<br>".join(f"`{d}`" for d in e["diff"])
                 else:
-                    detail = e.reason
-                draft = " (draft)" if c.draft else ""
+                    detail = e["reason"]
                 detail = detail.replace("|", "\\|")
-                lines.append(f"| {c.id}{draft} | {e.status.upper() if e.status == GONE else e.status} | "
-                             f"`{written}` | {detail} |")
+                status = e["status"].upper() if e["status"] == GONE else e["status"]
+                draft = " (draft)" if c["draft"] else ""
+                lines.append(f"| {c['id']}{draft} | {status} | `{section_key(e['doc'], e['section'])}` | {detail} |")
         lines.append("")
     return "\n".join(lines)

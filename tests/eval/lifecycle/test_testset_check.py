@@ -103,7 +103,7 @@ def test_check_against_the_version_before():
     assert set(old) == {"intro", "dash", "charge", "shooting", "faq"}
     assert old["dash"][0].start == RULES_V1.index("### Dash")
 
-    md = to_markdown([report])
+    md = to_markdown([report.to_dict()])
     assert "### Test set check: tiny on v000002 (reference v000001)" in md
     assert "0 ok, 2 moved, 2 changed, 1 gone" in md
     assert "| shooting | GONE | `core/rules.md#shooting` |" in md
