@@ -5,8 +5,9 @@ Chunk ids number a document's chunks in order, so an insertion would renumber ev
 matched instead by (document, header path, piece), same text = unchanged, other text = **changed**; what is left
 over on both sides is matched by its body's fingerprint (a renamed header, a moved file: **moved**), and the rest
 is **added** or **removed**. A case **touches** a change when one of its expected sections overlaps a changed
-chunk in either version (``expected``), or when a changed chunk was in its top 10 in either version
-(``retrieved``); with both versions evaluated, each touched case carries its paired metric deltas.
+chunk in either version (``expected``), or when a chunk whose search text changed (an edit, a renamed header,
+an addition or a removal, not a moved file) was in its top 10 in either version (``retrieved``); with both
+versions evaluated, each touched case carries its paired metric deltas.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class ChunkChange:
     old: str | None  # chunk id in the old version
     new: str | None  # chunk id in the new version
     diff: list[str] = field(default_factory=list)
+    search_changed: bool = True  # what BM25 and the encoder see changed (False: a moved file, same header path)
     old_span: tuple[str, int, int] | None = field(default=None, repr=False)
     new_span: tuple[str, int, int] | None = field(default=None, repr=False)
 
@@ -118,6 +120,11 @@ def _span(c: Chunk) -> tuple[str, int, int]:
     return (c.doc_id, c.start, c.end)
 
 
+def _moved(o: Chunk, c: Chunk) -> ChunkChange:
+    return ChunkChange(MOVED, c.doc_id, c.header, o.chunk_id, c.chunk_id, [], o.search_text != c.search_text,
+                       _span(o), _span(c))
+
+
 def diff_documents(old: dict[str, Document], new: dict[str, Document]) -> tuple[list[DocChange], dict[str, str]]:
     """Document changes, and the old id of each document present in both versions (moved ones included)."""
     changes, pairs = [], {}
@@ -168,10 +175,10 @@ def diff_chunks(old: Sequence[Chunk], new: Sequence[Chunk], pairs: dict[str, str
             elif o.text == c.text and was == doc_id:
                 same += 1
             elif o.text == c.text:
-                changes.append(ChunkChange(MOVED, c.doc_id, c.header, o.chunk_id, c.chunk_id, [], _span(o), _span(c)))
+                changes.append(_moved(o, c))
             else:
                 changes.append(ChunkChange(CHANGED, c.doc_id, c.header, o.chunk_id, c.chunk_id,
-                                           word_diff(_body(o), _body(c), max_hunks=2), _span(o), _span(c)))
+                                           word_diff(_body(o), _body(c), max_hunks=2), True, _span(o), _span(c)))
         left_old += a.values()
     paired = set(pairs.values())
     for doc_id in sorted(old_by_doc):
@@ -184,13 +191,12 @@ def diff_chunks(old: Sequence[Chunk], new: Sequence[Chunk], pairs: dict[str, str
     for c in left_new:
         olds = by_fp.get(fingerprint(_body(c)))
         if olds and _body(c).strip():
-            o = olds.pop(0)
-            changes.append(ChunkChange(MOVED, c.doc_id, c.header, o.chunk_id, c.chunk_id, [], _span(o), _span(c)))
+            changes.append(_moved(olds.pop(0), c))
         else:
-            changes.append(ChunkChange(ADDED, c.doc_id, c.header, None, c.chunk_id, [], None, _span(c)))
+            changes.append(ChunkChange(ADDED, c.doc_id, c.header, None, c.chunk_id, [], True, None, _span(c)))
     for olds in by_fp.values():
         for o in olds:
-            changes.append(ChunkChange(REMOVED, o.doc_id, o.header, o.chunk_id, None, [], _span(o), None))
+            changes.append(ChunkChange(REMOVED, o.doc_id, o.header, o.chunk_id, None, [], True, _span(o), None))
     order = {k: i for i, k in enumerate(KINDS)}
     return sorted(changes, key=lambda c: (c.doc_id, order[c.change], c.new or c.old or "")), same
 
@@ -223,7 +229,7 @@ def touched_cases(diff: VersionDiff, case_info: Sequence[tuple[str, str, list[st
         for ch in diff.chunks:
             expected = (_overlaps(ch.old_span, old_targets.get(cid, []))
                         or _overlaps(ch.new_span, new_targets.get(cid, [])))
-            retrieved = (ch.old in old_top) or (ch.new in new_top)
+            retrieved = ch.search_changed and ((ch.old in old_top) or (ch.new in new_top))
             if expected or retrieved:
                 names.append(ch.new or ch.old or "")
                 via += [v for v, hit in (("expected", expected), ("retrieved", retrieved)) if hit and v not in via]
@@ -235,3 +241,46 @@ def touched_cases(diff: VersionDiff, case_info: Sequence[tuple[str, str, list[st
             t.after = {m: new_rows[cid]["metrics"][m] for m in DELTA_METRICS if m in new_rows[cid]["metrics"]}
         out.append(t)
     return out
+
+
+def to_markdown(diff: VersionDiff, max_rows: int = 30) -> str:
+    """The diff as Markdown: counts, the changed documents and chunks (the first ``max_rows``), then per test set
+    the cases that touch them with their paired deltas."""
+    lines = [f"## Index diff: `{diff.index_key}` {diff.old_version} → {diff.new_version}", "",
+             "| | added | changed | moved | removed | unchanged |", "|---|---:|---:|---:|---:|---:|"]
+    for what, same in (("documents", diff.unchanged_documents), ("chunks", diff.unchanged_chunks)):
+        n = diff.counts(what)
+        lines.append(f"| {what} | {n[ADDED]} | {n[CHANGED]} | {n[MOVED]} | {n[REMOVED]} | {same} |")
+    if diff.documents:
+        lines += ["", "| document | change |", "|---|---|"]
+        lines += [f"| `{d.doc_id}` | {d.change}" + (f" (from `{d.old_id}`)" if d.old_id else "") + " |"
+                  for d in diff.documents[:max_rows]]
+    if diff.chunks:
+        lines += ["", "| chunk | change | header | edit |", "|---|---|---|---|"]
+        for c in diff.chunks[:max_rows]:
+            ids = c.new or c.old if c.change != MOVED else f"{c.old} → {c.new}"
+            edit = "<br>".join(f"`{d}`" for d in c.diff).replace("|", "\\|")
+            header = c.header.replace("|", "\\|")
+            lines.append(f"| `{ids}` | {c.change} | {header} | {edit} |")
+        if len(diff.chunks) > max_rows:
+            lines.append(f"\n({len(diff.chunks) - max_rows} more changed chunks in the JSON)")
+    for ts in diff.testsets:
+        lines += ["", f"### Cases that touch the changes: {ts.testset} ({len(ts.touched)} of {ts.n_cases})", ""]
+        if not ts.touched:
+            lines.append("no case's expected sections or top 10 touch a changed chunk")
+            continue
+        lines += ["| case | check | via | " + " | ".join(f"{m} before → after (Δ)" for m in DELTA_METRICS) + " |",
+                  "|---|---|---|" + "---|" * len(DELTA_METRICS)]
+        for t in ts.touched:
+            cells = [f"{t.before[m]:.3f} → {t.after[m]:.3f} ({t.after[m] - t.before[m]:+.3f})"
+                     if m in t.before and m in t.after else "–" for m in DELTA_METRICS]
+            lines.append(f"| {t.id} | {t.status or ''} | {', '.join(t.via)} | " + " | ".join(cells) + " |")
+        if ts.paired:
+            lines += ["", f"Paired over the {ts.paired['n']} touched cases evaluated in both versions "
+                          "(permutation test): " + "; ".join(
+                              f"{m['metric']} {m['delta']:+.4f} (p={m['p_permutation']:.4f}, "
+                              f"W/T/L {m['wins']}/{m['ties']}/{m['losses']})" for m in ts.paired["metrics"])]
+        if ts.overall:
+            lines += ["", f"Over all {ts.overall['n']} cases: " + "; ".join(
+                f"{m['metric']} {m['delta']:+.4f} (p={m['p_permutation']:.4f})" for m in ts.overall["metrics"])]
+    return "\n".join(lines)

@@ -105,7 +105,8 @@ def test_must_pass_case_missing_from_the_candidate_blocks():
     base, cand = runs(2, 2, 0.0)
     cand["per_query"] = cand["per_query"][1:]  # q0's evidence is gone: the case could not be evaluated
     r = judge(base, cand, Policy(metrics={"ndcg@10": MetricRule()}, must_pass=["q0"]))
-    assert checks(r)["must-pass: q0"].verdict == BLOCK and "missing from the candidate" in checks(r)["must-pass: q0"].reason
+    lost = checks(r)["must-pass: q0"]
+    assert lost.verdict == BLOCK and "missing from the candidate" in lost.reason
     with pytest.raises(InputError, match="must_pass case 'nope' is in neither run"):
         judge(base, cand, Policy(must_pass=["nope"]))
 
