@@ -98,7 +98,9 @@ class Drafter:
             if len(places) == 1 and next(iter(places)) in by_place:
                 self.term_secs[term] = by_place[next(iter(places))]
         self.kinds = {t["term"]: t["kind"] for t in version.keywords.get("terms", [])}
-        self.mentioned = {t["term"] for t in version.keywords.get("terms", []) if t.get("text_count", 0) > 0}
+        # a term some text mentions besides its own header line (the header line counts once in its chunk's text)
+        self.mentioned = {t["term"] for t in version.keywords.get("terms", [])
+                          if t.get("text_count", 0) > t.get("header_count", 0)}
 
     def expect(self, s: Sec) -> Expectation:
         name = name_section(self.docs[s.ev.doc_id], s.ev)
@@ -151,7 +153,9 @@ class Drafter:
                     continue  # the same section, or one inside the other
                 mutual = any(self.term_secs.get(t) is a for t in self.terms.terms_in(b.own))
                 how = "cite each other" if mutual else f"the first names '{term}', which heads the second"
-                out.append((f"How does {term} apply to {a.title}?", f"{a.title} {term}", [a, b],
+                named = re.search(rf"(?<!\w){re.escape(term)}(?:\s+(?:[xX]|\d+)\+?)?(?!\w)", a.own, re.I)
+                said = named.group(0) if named else term  # "Lethal 5+" as the profile writes it
+                out.append((f"How does {said} apply to {a.title}?", f"{a.title} {term}", [a, b],
                             f"multi-hop: {a.ev.where} and {b.ev.where} {how}"))
                 break  # one chain per section: its most specific reference (terms_in orders by rarity)
         return out
