@@ -103,6 +103,10 @@ def open_version(cfg: RagrigConfig, version: str | None) -> IndexVersion:
     return IndexVersion(cfg, layout, version)
 
 
+def open_retriever(cfg: RagrigConfig, version: IndexVersion) -> Retriever:
+    return Retriever(cfg, version)
+
+
 def check_all(sets: Sequence[TestSet], new: IndexVersion, old: IndexVersion | None) -> list[CheckReport]:
     ref = old.documents_by_id if old is not None else None
     return [check_testset(ts, new.documents_by_id, new.version, ref, old.version if old else None) for ts in sets]
@@ -167,7 +171,7 @@ def compare_versions(cfg: RagrigConfig, testsets: Sequence[str | Path | TestSet]
     if evaluate:
         todo = _evaluable(sets, checks, reference=False)
         by_name = {c.testset: c.to_dict() for c in checks}
-        retriever = call("open-index", Retriever, cfg, new)
+        retriever = call("open-index", open_retriever, cfg, new)
         result.reports = evaluate_testsets(cfg, [t for t, _ in todo], retriever=retriever,
                                            targets=[g for _, g in todo], log=log, stage=stage,
                                            checks=[by_name[t.name] for t, _ in todo])
