@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -116,8 +117,9 @@ async def _flow_state(api: str) -> tuple[dict[str, str], list[tuple[str, str | N
 
     async with PrefectClient(api) as c:
         deps = {str(d.id): d.name for d in await c.read_deployments()}
+        ordered = sorted(await c.read_flow_runs(), key=lambda r: str(r.start_time or r.expected_start_time))
         runs = [(r.name, deps.get(str(r.deployment_id)), r.state.type.value if r.state else None,
-                 r.state.message if r.state else "") for r in await c.read_flow_runs()]
+                 r.state.message if r.state else "") for r in ordered]
         return deps, runs
 
 
@@ -125,7 +127,8 @@ async def _artifacts(api: str) -> dict[str, str]:
     from prefect.client.orchestration import PrefectClient
 
     async with PrefectClient(api) as c:
-        return {a.key: str(a.data) for a in await c.read_artifacts() if a.key}
+        arts = sorted((a for a in await c.read_artifacts() if a.key), key=lambda a: a.created)
+        return {a.key: str(a.data) for a in arts}  # the newest of each key
 
 
 def prefect_scenario(work: Path, home: Path) -> list[str]:
@@ -139,7 +142,8 @@ def prefect_scenario(work: Path, home: Path) -> list[str]:
     env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home"), "PREFECT_API_URL": api,
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "RAGRIG_PROJECT_DIR": str(ROOT), "RAGRIG_HOME": str(home),
            "HF_HUB_OFFLINE": "1"}
-    (work / "prefect-home").mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "prefect-home", ignore_errors=True)  # a fresh Prefect database each time
+    (work / "prefect-home").mkdir(parents=True)
     lines = ["## 2. The same through the Prefect deployments (reingest -> triggered evaluate)", ""]
     overrides = [f"corpus.path={corpus}", f"eval.testsets=[{testset}]", "index.name=sample-copy-prefect"]
     server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
@@ -158,15 +162,22 @@ def prefect_scenario(work: Path, home: Path) -> list[str]:
                 time.sleep(0.5)
         for args in (["work-pool", "create", "ragrig-process", "--type", "process"],
                      ["--no-prompt", "deploy", "--all"]):
-            subprocess.run([str(BIN / "prefect"), *args], cwd=ROOT, env=env, check=True, capture_output=True)
+            p = subprocess.run([str(BIN / "prefect"), *args], cwd=ROOT, env=env, capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"prefect {' '.join(args)}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
         worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "ragrig-process"], cwd=ROOT,
                                   env=env, stdout=open(work / "worker.log", "wb"), stderr=subprocess.STDOUT,
                                   start_new_session=True)
 
         def reingest(label: str, evaluations: int) -> None:
-            subprocess.run([str(BIN / "prefect"), "deployment", "run", "ingest/reingest", "--params",
-                            f'{{"overrides": {__import__("json").dumps(overrides)}}}'], cwd=ROOT, env=env, check=True,
-                           capture_output=True)
+            # (not `prefect deployment run --params`: its CLI prints the parameters as rich markup, and a
+            # "[/tmp/...]" in them crashes it after the run is created)
+            code = ("import json, sys; from prefect.deployments import run_deployment; "
+                    "run_deployment('ingest/reingest', parameters=json.loads(sys.argv[1]), timeout=0)")
+            p = subprocess.run([sys.executable, "-c", code, json.dumps({"overrides": overrides})], cwd=ROOT, env=env,
+                               capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"run_deployment: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
             deadline = time.monotonic() + 900
             while time.monotonic() < deadline:
                 _, runs = asyncio.run(_flow_state(api))
@@ -175,8 +186,9 @@ def prefect_scenario(work: Path, home: Path) -> list[str]:
                     break
                 time.sleep(3)
             _, runs = asyncio.run(_flow_state(api))
-            lines.append(f"{label}: " + "; ".join(f"{dep} run {name}: {state}" + (f" ({msg})" if msg else "")
-                                                  for name, dep, state, msg in sorted(runs, key=lambda r: r[0])))
+            ran = [r for r in runs if r[2] != "SCHEDULED"]  # not the cron schedule's future runs
+            lines.append(f"{label}:\n\n" + "\n".join(f"- {dep} run {name}: {state}" + (f" ({msg})" if msg else "")
+                                                    for name, dep, state, msg in ran))
             lines.append("")
 
         reingest("First publish (v000001; nothing before it to compare with)", 1)
@@ -203,16 +215,20 @@ def main() -> None:
     ap.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
     ap.add_argument("--home", default=None, help="ragrig home (default: <work>/home)")
     ap.add_argument("--prefect", action="store_true", help="also run the Prefect deployments part")
+    ap.add_argument("--prefect-only", action="store_true", help="only the Prefect deployments part")
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="ragrig-lifecycle-"))
     home = Path(args.home) if args.home else work / "home"
     OUT.mkdir(parents=True, exist_ok=True)
     lines = ["# Test-set lifecycle scenario (transcript)", "", f"work: {work}", ""]
-    lines += cli_scenario(work, home)
-    if args.prefect:
-        lines += prefect_scenario(work, home)
-    (OUT / "transcript.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {OUT / 'transcript.md'}")
+    if not args.prefect_only:
+        lines += cli_scenario(work, home)
+        (OUT / "transcript.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {OUT / 'transcript.md'}")
+    if args.prefect or args.prefect_only:
+        lines = prefect_scenario(work, home)
+        (OUT / "transcript-prefect.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {OUT / 'transcript-prefect.md'}")
 
 
 if __name__ == "__main__":

@@ -168,8 +168,11 @@ def draft_testset(version: IndexVersion, kinds: Sequence[str] = KINDS, per_kind:
     makers = {"exact-term": d.exact_term, "header": d.header, "comparison": d.comparison, "multi-hop": d.multi_hop}
     cases: list[Case] = []
     ids: set[str] = set()
+    found: dict[str, int] = {}
     for kind in kinds:
-        for query, label, secs, reason in spread(makers[kind](), per_kind):
+        made = makers[kind]()
+        found[kind] = len(made)
+        for query, label, secs, reason in spread(made, per_kind):
             cid = base = f"draft-{kind}-{_slug(label)}"
             n = 2
             while cid in ids:
@@ -181,7 +184,8 @@ def draft_testset(version: IndexVersion, kinds: Sequence[str] = KINDS, per_kind:
         raise InputError(f"{version.layout.key}@{version.version}: no section has enough text to draft a case from")
     return TestSet(name=name or f"{version.layout.key.rsplit('-', 1)[0]}-drafts",
                    corpus=version.manifest.get("fingerprint", {}).get("corpus", {}).get("path"),
-                   description=f"drafts from {version.layout.key}@{version.version} (ragrig testset draft)",
+                   description=f"drafts from {version.layout.key}@{version.version} (ragrig testset draft; "
+                               f"candidates: {', '.join(f'{k} {n}' for k, n in found.items())})",
                    cases=cases)
 
 
@@ -225,4 +229,5 @@ def write_drafts(ts: TestSet, version: IndexVersion, output: str | Path) -> dict
             pass
     kinds = [(c.reason or "").split(":")[0] for c in ts.cases]
     return {"index": f"{version.layout.key}@{version.version}", "drafts": len(ts.cases), "kinds": kinds,
-            "per_kind": dict(Counter(kinds)), "resolved": resolved, "output": str(output)}
+            "per_kind": dict(Counter(kinds)), "resolved": resolved, "output": str(output),
+            "description": ts.description}

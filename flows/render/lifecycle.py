@@ -74,23 +74,25 @@ def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
         if not ts.touched:
             print(f"{ts.testset}: no case touches a changed chunk")
             continue
-        tt = Table(title=f"{ts.testset}: {len(ts.touched)} of {ts.n_cases} cases touch the changes",
+        tt = Table(title=f"{ts.testset}: {len(ts.touched)} of {ts.n_cases} cases touch the changes (via: their "
+                         "expected sections (exp) or their top 10 (top10); metrics: before>after change)",
                    title_justify="left")
-        for col in ("case", "check", "via", *(f"{m} (Δ)" for m in DELTA_METRICS)):
-            tt.add_column(col, no_wrap=True)
+        for col in ("case", "check", "via", *DELTA_METRICS):
+            tt.add_column(col, no_wrap=True, min_width=26 if col == "case" else None)
         for c in ts.touched:
             cells = []
             for m in DELTA_METRICS:
                 if m in c.before and m in c.after:
                     d = c.after[m] - c.before[m]
                     color = "green" if d > 1e-9 else "red" if d < -1e-9 else ""
-                    text = f"{c.before[m]:.3f} -> {c.after[m]:.3f} ({d:+.3f})"
+                    text = f"{c.before[m]:.3f}>{c.after[m]:.3f} {d:+.3f}"
                     cells.append(f"[{color}]{text}[/{color}]" if color else text)
                 else:
                     cells.append("-")
             status = c.status or ""
+            via = "+".join({"expected": "exp", "retrieved": "top10"}[v] for v in c.via)
             tt.add_row(escape(c.id), f"[{STYLE.get(status, '')}]{status}[/{STYLE.get(status, '')}]" if status else "",
-                       ", ".join(c.via), *cells)
+                       via, *cells)
         console.print(tt)
         for label, cmp in (("touched cases", ts.paired), ("all cases", ts.overall)):
             if cmp:
@@ -102,6 +104,8 @@ def print_drafts(summary: dict[str, Any]) -> None:
     kinds = Counter(summary["kinds"])
     print(f"{summary['drafts']} drafts ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) from "
           f"{summary['index']}; {summary['resolved']} resolve against it")
+    if summary.get("description"):
+        print(f"  {summary['description']}")
     if summary.get("output"):
         print(f"wrote {summary['output']}: every case is marked draft: true (eval and the gate skip it until a "
               "person removes the mark)")

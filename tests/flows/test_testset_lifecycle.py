@@ -125,6 +125,14 @@ def test_check_write_diff_and_one_case(world, tmp_path, capsys):
     assert "expected core/actions.md#movement actions > sprint" in printed
     assert main(["eval", "--no-prefect", *argv, "--case", "nope"]) == 2
     assert "--case 'nope': no such case in rules" in capsys.readouterr().err
+    assert main(["testset", "check", *argv, "--version", "v000009"]) == 2
+    assert "index version 'v000009' is not published" in capsys.readouterr().err
+    assert main(["testset", "check", *argv, "--accept", "charge-distance"]) == 2
+    assert "--accept needs --write" in capsys.readouterr().err
+    assert main(["diff", *argv, "--from", "v000002", "--to", "v000001"]) == 2
+    # against no reference: names only, so nothing is moved or changed (the written fingerprints still count)
+    assert main(["testset", "check", *argv, "--against", "none", "--output-json", str(out)]) == 1
+    assert json.loads(out.read_text())["checks"][0]["reference_version"] is None
 
 
 def test_the_triggered_evaluation_checks_diffs_gates_and_fails_on_gone_evidence(world, prefect_api):

@@ -1,6 +1,6 @@
 """prefect.yaml end to end on a local Prefect server (127.0.0.1): deploy everything, see the reingest cron
 schedule and the evaluate trigger registered, run reingest on a process worker, and see the evaluate run
-that the publish event triggers complete."""
+that the publish event triggers complete, with the version it was given and its test-set check artifact."""
 
 from __future__ import annotations
 
@@ -31,6 +31,14 @@ async def _state(api: str) -> tuple[dict, list]:
             deployments[d.name] = (d, [s.schedule for s in await c.read_deployment_schedules(d.id)])
         runs = [(r.name, r.deployment_id, r.state.type.value if r.state else None, r.id) for r in await c.read_flow_runs()]
         return deployments, runs
+
+
+async def _evaluate_runs_and_artifacts(api: str) -> tuple[list[dict], dict[str, str]]:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api) as c:
+        runs = [r.parameters for r in await c.read_flow_runs() if r.parameters.get("version")]
+        return runs, {a.key: str(a.data) for a in await c.read_artifacts() if a.key}
 
 
 def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
@@ -74,6 +82,12 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
             log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
             assert done.get("reingest") == "COMPLETED", log
             assert done.get("evaluate") == "COMPLETED", log  # triggered by ragrig.index.published
+            params, artifacts = asyncio.run(_evaluate_runs_and_artifacts(api))
+            assert [p["version"] for p in params] == ["v000001"]  # the event's version reached the flow
+            # the first version has nothing before it: checked (every case ok) and evaluated, no diff, no gate
+            assert "### Test set check: sample-rules on v000001" in artifacts["testset-check"]
+            assert "100 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]
+            assert "eval-sample-rules" in artifacts and "version-diff" not in artifacts
         finally:
             os.killpg(worker.pid, signal.SIGTERM)
             try:
