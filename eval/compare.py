@@ -1,5 +1,7 @@
-"""Compare evaluation runs query by query: deltas, paired significance tests, wins/ties/losses, and the
-queries that flipped (a relevant chunk in the top k before and not after, or the other way round).
+"""Compare evaluation runs query by query: deltas, paired significance tests, wins/ties/losses, the queries
+that flipped (a relevant chunk in the top k before and not after, or the other way round), and the hops: each
+run's mean recall gain per hop and the cases whose hops asked for or found something else
+(``eval.hop_diagnostics``).
 
 Statistics (``eval.stats``) are paired over the queries both runs answered. The terminal rendering lives in
 ``flows/render/compare.py``; this module returns data and Markdown.
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import InputError
+from ragrig.eval.hop_diagnostics import hop_changes
 from ragrig.eval.metrics import COMPARED
 from ragrig.eval.stats import TIE, paired_t_p, permutation_p
 
@@ -50,6 +53,8 @@ class Comparison:
     metrics: list[MetricDelta]
     flips: list[Flip] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # hop -> {baseline, candidate}
+    hop_changes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,7 +104,12 @@ def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...]
             flips.append(Flip(i, ra.get("query", ""), "lost" if before else "gained",
                               first_relevant_rank(ra), first_relevant_rank(rb)))
     flips.sort(key=lambda f: (f.direction != "lost", f.id))
-    return Comparison(base_name, cand_name, str(base.get("testset", "")), len(ids), k, out, flips, warnings)
+    gains_a = base.get("hop_gains", {}).get("overall", {})
+    gains_b = cand.get("hop_gains", {}).get("overall", {})
+    gains = {h: {"baseline": gains_a.get(h, 0.0), "candidate": gains_b.get(h, 0.0)}
+             for h in sorted(set(gains_a) | set(gains_b), key=int)}
+    return Comparison(base_name, cand_name, str(base.get("testset", "")), len(ids), k, out, flips, warnings,
+                      gains, hop_changes(a_rows, b_rows, ids))
 
 
 # ---- loading runs ----------------------------------------------------------------------------------
@@ -164,6 +174,13 @@ def to_markdown(c: Comparison) -> str:
                   "| query | flip | first relevant rank before → after |", "|---|---|---|"]
         for f in c.flips:
             lines.append(f"| {f.id} | {f.direction} | {f.rank_before or '–'} → {f.rank_after or '–'} |")
+    if c.hop_gains:
+        lines += ["", "**Recall gain per hop** (expected sections a hop brought into the top 10)", "",
+                  "| hop | baseline | candidate |", "|---|---:|---:|"]
+        lines += [f"| {h} | {g['baseline']:.4f} | {g['candidate']:.4f} |" for h, g in c.hop_gains.items()]
+    if c.hop_changes:
+        lines += ["", "**Cases whose hops changed**", "", "| case | before | after |", "|---|---|---|"]
+        lines += [f"| {h['id']} | {h['before']} | {h['after']} |" for h in c.hop_changes]
     for w in c.warnings:
         lines.append(f"\n> warning: {w}")
     return "\n".join(lines)

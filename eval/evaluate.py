@@ -13,6 +13,7 @@ from typing import Any
 
 from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
+from ragrig.eval.hop_diagnostics import hop_gains
 from ragrig.eval.metrics import HEADLINE
 from ragrig.eval.relevance import Target, resolve_testset
 from ragrig.eval.report import EvalReport, percentiles, score_results
@@ -31,13 +32,14 @@ def call_directly(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def load_testsets(cfg: RagrigConfig, paths: Sequence[str | Path | TestSet] | None = None) -> list[TestSet]:
+def load_testsets(cfg: RagrigConfig, paths: Sequence[str | Path | TestSet] | None = None,
+                  drafts: bool = False) -> list[TestSet]:
     """Every test set (``paths``, default ``eval.testsets``; one already loaded is kept), each validated before
-    any work starts."""
+    any work starts. Draft cases are left out unless ``drafts``."""
     items = list(paths or cfg.eval.testsets)
     if not items:
         raise InputError("no test set: pass --testset FILE or set eval.testsets")
-    return [p if isinstance(p, TestSet) else load_testset(p) for p in items]
+    return [p if isinstance(p, TestSet) else load_testset(p, drafts=drafts) for p in items]
 
 
 def open_index(cfg: RagrigConfig) -> Retriever:
@@ -62,6 +64,7 @@ def evaluate_testsets(
     log: RunOptions | None = RunOptions(),
     stage: StageCall | None = None,
     memo: CandidateMemo | None = None,
+    checks: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[EvalReport]:
     """Evaluate every test set on the current index version, then log each to MLflow; one report per test set::
 
@@ -79,7 +82,8 @@ def evaluate_testsets(
 
     ``stage(name, fn, *args)`` runs each step (default: call it); the Prefect flows pass
     ``tasks.stages.run_stage``, so each step shows as a task while the sequence lives here only. ``memo``: the
-    candidates a sweep shares across the configs it evaluates over one index version."""
+    candidates a sweep shares across the configs it evaluates over one index version. ``checks``: the stale-case
+    check of each test set (``eval.lifecycle.check``), kept on its report and logged with it."""
     call = stage or call_directly
     if not testsets or not all(isinstance(t, TestSet) for t in testsets):
         sets: list[TestSet] = call("load-testsets", load_testsets, cfg, testsets)
@@ -91,13 +95,14 @@ def evaluate_testsets(
         targets = call("resolve-expectations", resolve_all, sets, retriever.version.documents_by_id)
     logging = log is not None and cfg.mlflow.enabled
     reports = []
-    for ts, tg in zip(sets, targets, strict=True):
+    for i, (ts, tg) in enumerate(zip(sets, targets, strict=True)):
         try:
             report = call("retrieve-and-score", _score, cfg, ts, retriever, tg, repeats, max_hops, label, memo)
         except RagrigError as exc:  # the test sets before this one are logged; this one is a FAILED run
             if logging:
                 call("log-mlflow-failure", log_failure, cfg, ts.name, str(exc), log)
             raise
+        report.testset_check = checks[i] if checks else None
         if logging:
             report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)
         reports.append(report)
@@ -184,4 +189,5 @@ def _evaluate(
         variance=variance,
         ragas=ragas,
         label=label,
+        hop_gains=hop_gains(rows),
     )

@@ -4,8 +4,11 @@ return PASS / WARN / BLOCK with the reasons and the flipped queries.
 Cases first: a candidate without some of the baseline's cases -> BLOCK, unless the policy sets
 ``allow_subset`` (then WARN); cases the baseline lacks -> WARN. Per metric: no drop -> PASS; a drop within
 ``max_drop`` -> WARN; a larger drop that the paired permutation test does not find significant at ``alpha``
--> WARN (noise is not a reason to block); a larger, significant drop -> BLOCK. A ``must_pass`` case that had
-a relevant chunk in the top k in the baseline and has none in the candidate -> BLOCK.
+-> WARN (noise is not a reason to block); a larger, significant drop -> BLOCK. The same per tag: ``tags`` names
+tags (``multi-hop``) with their own metric rules, judged on the cases carrying that tag. With several such
+tests, their p-values are Holm-corrected (``correction: holm``, the default) before they are compared with
+``alpha``, and every output says so. A ``must_pass`` case that had a relevant chunk in the top k in the
+baseline and has none in the candidate (or is missing from it) -> BLOCK.
 
 Outputs are Markdown and JUnit XML strings; the terminal rendering lives in ``flows/render/gate.py``.
 """
@@ -15,15 +18,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
-from ragrig.eval.compare import Comparison, compare, load_run
+from ragrig.eval.compare import Comparison, MetricDelta, compare, load_run
 from ragrig.eval.metrics import GATED
+from ragrig.eval.stats import holm
 from ragrig.eval.tracking.store import tracking_uri
 
 PASS, WARN, BLOCK = "PASS", "WARN", "BLOCK"
@@ -41,6 +45,8 @@ class Policy(BaseModel):
     metrics: dict[str, MetricRule] = Field(
         default_factory=lambda: {m: MetricRule() for m in GATED}
     )
+    tags: dict[str, dict[str, MetricRule]] = Field(default_factory=dict)  # tag -> metric -> its own rule
+    correction: Literal["holm", "none"] = "holm"  # over every (metric, tag) test of a test set
     must_pass: list[str] = Field(default_factory=list)
     # a candidate that answers only some of the baseline's cases is a BLOCK unless this allows it (then a WARN)
     allow_subset: bool = False
@@ -61,13 +67,16 @@ def load_policy(path: str | Path | None) -> Policy:
 
 @dataclass
 class Check:
-    name: str  # "ndcg@10" or "must-pass: <case id>"
+    name: str  # "ndcg@10", "ndcg@10 [multi-hop]" or "must-pass: <case id>"
     verdict: str
     reason: str
     baseline: float | None = None
     candidate: float | None = None
     delta: float | None = None
-    p: float | None = None
+    p: float | None = None  # what the verdict compared with alpha: Holm-corrected unless correction is none
+    p_raw: float | None = None  # the permutation test's own p
+    tag: str | None = None  # None: every case
+    n: int | None = None  # cases in the test
 
 
 @dataclass
@@ -77,35 +86,72 @@ class GateResult:
     checks: list[Check]
     comparison: dict[str, Any]
     flips: list[dict[str, Any]] = field(default_factory=list)
+    correction: str = "none"  # "holm" when the p-values were corrected
+    tests: int = 0  # how many (metric, tag) tests the correction was over
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def p_note(self) -> str:
+        """What the p-values are, for every output."""
+        if self.correction == "holm" and self.tests > 1:
+            return (f"p: paired permutation test, Holm-corrected over the {self.tests} (metric, tag) tests of this "
+                    "test set (p raw: uncorrected)")
+        return "p: paired permutation test" + (" (one test: nothing to correct)" if self.tests == 1 else "")
+
+
+def _tagged(run: dict[str, Any], tag: str) -> dict[str, Any]:
+    return {**run, "per_query": [r for r in run["per_query"] if tag in (r.get("tags") or [])]}
+
+
+def _verdict(m: MetricDelta, rule: MetricRule, p: float, corrected: bool) -> tuple[str, str]:
+    drop = -m.delta
+    which = "Holm-corrected p" if corrected else "p"
+    if drop <= 1e-12:
+        return PASS, "no drop" if drop > -1e-12 else f"improved by {m.delta:+.4f}"
+    if drop <= rule.max_drop:
+        return WARN, f"dropped {drop:.4f}, within the allowed {rule.max_drop:.4f}"
+    if p >= rule.alpha:
+        return WARN, f"dropped {drop:.4f} (> {rule.max_drop:.4f}) but not significant ({which}={p:.4f} >= {rule.alpha})"
+    return BLOCK, f"dropped {drop:.4f} (> {rule.max_drop:.4f}), significant ({which}={p:.4f} < {rule.alpha})"
 
 
 def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateResult:
     cmp: Comparison = compare(base, cand, tuple(policy.metrics), k=policy.k, n_perm=policy.permutations,
                               seed=policy.seed, base_name="baseline", cand_name="candidate")
+    tests: list[tuple[MetricDelta, MetricRule, str | None]] = [(m, policy.metrics[m.metric], None) for m in cmp.metrics]
+    empty: list[Check] = []
+    for tag, rules in policy.tags.items():
+        b, c = _tagged(base, tag), _tagged(cand, tag)
+        if not {r["id"] for r in b["per_query"]} & {r["id"] for r in c["per_query"]}:
+            empty += [Check(f"{m} [{tag}]", WARN, f"no case tagged '{tag}' in both runs: nothing to judge", tag=tag,
+                            n=0) for m in rules]
+            continue
+        sub = compare(b, c, tuple(rules), k=policy.k, n_perm=policy.permutations, seed=policy.seed)
+        tests += [(m, rules[m.metric], tag) for m in sub.metrics]
+    raw = [m.p_permutation for m, _, _ in tests]
+    corrected = policy.correction == "holm" and len(tests) > 1
+    ps = holm(raw) if corrected else raw
     checks: list[Check] = coverage_checks(base, cand, policy)
-    for m in cmp.metrics:
-        rule = policy.metrics[m.metric]
-        drop = -m.delta
-        if drop <= 1e-12:
-            v, why = PASS, "no drop" if drop > -1e-12 else f"improved by {m.delta:+.4f}"
-        elif drop <= rule.max_drop:
-            v, why = WARN, f"dropped {drop:.4f}, within the allowed {rule.max_drop:.4f}"
-        elif m.p_permutation >= rule.alpha:
-            v, why = WARN, (f"dropped {drop:.4f} (> {rule.max_drop:.4f}) but not significant "
-                            f"(p={m.p_permutation:.4f} >= {rule.alpha})")
-        else:
-            v, why = BLOCK, (f"dropped {drop:.4f} (> {rule.max_drop:.4f}), significant "
-                             f"(p={m.p_permutation:.4f} < {rule.alpha})")
-        checks.append(Check(m.metric, v, why, m.baseline, m.candidate, m.delta, m.p_permutation))
+    for (m, rule, tag), p in zip(tests, ps, strict=True):
+        v, why = _verdict(m, rule, p, corrected)
+        n = m.wins + m.ties + m.losses
+        checks.append(Check(m.metric if tag is None else f"{m.metric} [{tag}]", v, why, m.baseline, m.candidate,
+                            m.delta, p, m.p_permutation, tag, n))
+    checks += empty
     base_rows = {r["id"]: r for r in base["per_query"]}
     cand_rows = {r["id"]: r for r in cand["per_query"]}
     hk = f"hit_rate@{policy.k}"
     for cid in policy.must_pass:
-        if cid not in base_rows or cid not in cand_rows:
-            raise InputError(f"gate policy: must_pass case '{cid}' is not in both runs")
+        if cid not in base_rows and cid not in cand_rows:
+            raise InputError(f"gate policy: must_pass case '{cid}' is in neither run")
+        if cid not in cand_rows:
+            checks.append(Check(f"must-pass: {cid}", BLOCK, "missing from the candidate run (its evidence is gone?)"))
+            continue
+        if cid not in base_rows:
+            checks.append(Check(f"must-pass: {cid}", WARN, "not in the baseline run: nothing to compare with"))
+            continue
         before = base_rows[cid]["metrics"].get(hk, 0) > 0
         after = cand_rows[cid]["metrics"].get(hk, 0) > 0
         if after:
@@ -117,7 +163,7 @@ def judge(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> GateRes
                                 f"had no relevant chunk in the top {policy.k} in the baseline either"))
     verdict = max((c.verdict for c in checks), key=ORDER.__getitem__, default=PASS)
     return GateResult(str(cand.get("testset", base.get("testset", ""))), verdict, checks, cmp.to_dict(),
-                      [asdict(f) for f in cmp.flips])
+                      [asdict(f) for f in cmp.flips], "holm" if corrected else "none", len(tests))
 
 
 def coverage_checks(base: dict[str, Any], cand: dict[str, Any], policy: Policy) -> list[Check]:
@@ -209,17 +255,21 @@ def to_markdown(results: list[GateResult]) -> str:
     icon = {PASS: "✅ PASS", WARN: "⚠️ WARN", BLOCK: "⛔ BLOCK"}
     lines = [f"## Retrieval gate: {icon[overall(results)]}", ""]
     for r in results:
-        lines += [f"### {r.testset}: {icon[r.verdict]}", ""]
+        holm_col = r.correction == "holm"
+        p_head = "| p (Holm) | p raw " if holm_col else "| p "
+        lines += [f"### {r.testset}: {icon[r.verdict]}", "", r.p_note + ".", "",
+                  f"| check | n | baseline | candidate | Δ {p_head}| verdict | reason |",
+                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if holm_col else "") + "---|---|"]
         coverage = "; ".join(c.reason for c in r.checks if c.name.startswith("coverage"))
         if coverage:
             lines += [f"**Partial comparison:** {coverage} (metrics over the {r.comparison.get('n')} shared cases)", ""]
-        lines += ["| check | baseline | candidate | Δ | p | verdict | reason |", "|---|---:|---:|---:|---:|---|---|"]
         for c in r.checks:
             def f(v: float | None, signed: bool = False) -> str:
                 return "" if v is None else (f"{v:+.4f}" if signed else f"{v:.4f}")
 
-            lines.append(f"| {c.name} | {f(c.baseline)} | {f(c.candidate)} | {f(c.delta, True)} | {f(c.p)} | "
-                         f"{c.verdict} | {c.reason} |")
+            ps = f"{f(c.p)} | {f(c.p_raw)}" if holm_col else f(c.p)
+            lines.append(f"| {c.name} | {'' if c.n is None else c.n} | {f(c.baseline)} | {f(c.candidate)} | "
+                         f"{f(c.delta, True)} | {ps} | {c.verdict} | {c.reason} |")
         if r.flips:
             lines += ["", "| flipped query | direction | first relevant rank before → after |", "|---|---|---|"]
             for fl in r.flips:
@@ -230,7 +280,8 @@ def to_markdown(results: list[GateResult]) -> str:
 
 
 def to_junit(results: list[GateResult]) -> str:
-    """JUnit XML: a testsuite per test set, a testcase per metric check and per flipped must-pass case."""
+    """JUnit XML: a testsuite per test set, a testcase per gated (metric, tag) and per must-pass case; each
+    metric testcase says its p-values (Holm-corrected and raw) in its output, the suite says what they are."""
     suites = ET.Element("testsuites", name="ragrig-gate")
     total = fails = 0
     for r in results:
@@ -245,6 +296,12 @@ def to_junit(results: list[GateResult]) -> str:
             elif c.verdict == WARN:
                 out = ET.SubElement(tc, "system-out")
                 out.text = f"WARN: {c.reason}"
+            if c.p is not None:
+                out = ET.SubElement(tc, "system-out")
+                out.text = (f"p (Holm, {r.tests} tests)={c.p:.6f} p raw={c.p_raw:.6f} n={c.n}"
+                            if r.correction == "holm" else f"p={c.p:.6f} n={c.n}")
+        note = ET.SubElement(suite, "system-out")
+        note.text = r.p_note
         total += len(cases)
         fails += sum(c.verdict == BLOCK for c in cases)
     suites.set("tests", str(total))

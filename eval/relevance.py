@@ -4,16 +4,27 @@ An expectation names a document and optionally a section (header text or a heade
 suffix). It resolves to the span from that header to the next header of the same or a
 higher level, so one test set serves every chunking level: a retrieved chunk is relevant
 when its span overlaps an expected span. No match, or several, is an error naming the case.
+
+An expectation that carries a ``fingerprint`` (its section's text when it was last checked,
+``eval.lifecycle.fingerprints``) is *located* rather than only resolved (``locate``): when its
+name no longer resolves, or resolves to other text while the fingerprinted text sits under
+another header or in another file, it follows its text (``moved``, re-anchored); a name that
+resolves to edited text is ``changed``; neither is ``gone``. ``ragrig testset check`` reports
+these; evaluation follows a moved expectation and fails only on a gone one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragrig.configs.errors import InputError
-from ragrig.eval.testset import Case, TestSet
+from ragrig.eval.lifecycle.fingerprints import Evidence, EvidenceIndex, document_evidence, section_evidence
+from ragrig.eval.testset import Case, Expectation, TestSet
 from ragrig.retrieval.documents import Document
-from ragrig.retrieval.markdown import normalize_header, sections
+from ragrig.retrieval.markdown import Section, normalize_header, sections
+
+OK, MOVED, CHANGED, GONE = "ok", "moved", "changed", "gone"
+SEVERITY = {OK: 0, MOVED: 1, CHANGED: 2, GONE: 3}
 
 
 @dataclass(frozen=True)
@@ -26,52 +37,150 @@ class Target:
     end: int
     grade: int
     text: str
+    fingerprint: str = field(default="", compare=False)  # of the section's text (see eval.lifecycle.fingerprints)
 
     def touches(self, doc_id: str, start: int, end: int) -> bool:
         return doc_id == self.doc_id and start < self.end and end > self.start
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where an expectation's evidence is in one version: ``status`` (ok / moved / changed / gone), the section
+    found (None when gone), the expectation as it should now be written (``doc``, ``section``), and why."""
+
+    status: str
+    evidence: Evidence | None
+    doc: str | None
+    section: str | None
+    reason: str = ""
 
 
 def _split_path(section: str) -> list[str]:
     return [normalize_header(p) for p in section.split(">") if p.strip()]
 
 
-def resolve_section(doc: Document, section: str, where: str) -> tuple[int, int]:
+def section_key(doc: str, section: str | None) -> str:
+    """A target's key: ``doc#normalised > header > path`` (the document alone for a whole-document expectation)."""
+    return f"{doc}#{' > '.join(_split_path(section))}" if section else doc
+
+
+def match_sections(doc: Document, section: str) -> list[Section]:
+    """The sections of ``doc`` whose header path ends with ``section``'s (normalised) titles."""
     want = _split_path(section)
-    if not want:
-        raise InputError(f"{where}: empty section")
-    matches = []
+    out = []
     for s in sections(doc.markdown):
         path = [normalize_header(p) for p in s.path]
         if len(path) >= len(want) and path[-len(want) :] == want:
-            matches.append(s)
+            out.append(s)
+    return out
+
+
+def _match_one(doc: Document, section: str) -> Section | str:
+    """The one section ``section`` names in ``doc``, or why not (the error text, without where)."""
+    if not _split_path(section):
+        return "empty section"
+    matches = match_sections(doc, section)
     if not matches:
-        raise InputError(f"{where}: section '{section}' matches no header in '{doc.doc_id}'")
+        return f"section '{section}' matches no header in '{doc.doc_id}'"
     if len(matches) > 1:
         shown = "; ".join(" > ".join(m.path) for m in matches[:5])
-        raise InputError(
-            f"{where}: section '{section}' matches {len(matches)} headers in '{doc.doc_id}' ({shown}); "
-            "use a longer header-path suffix"
-        )
-    return matches[0].start, matches[0].end
+        return (f"section '{section}' matches {len(matches)} headers in '{doc.doc_id}' ({shown}); "
+                "use a longer header-path suffix")
+    return matches[0]
 
 
-def resolve_case(case: Case, docs: dict[str, Document], testset: str) -> list[Target]:
+def resolve_section(doc: Document, section: str, where: str) -> tuple[int, int]:
+    found = _match_one(doc, section)
+    if isinstance(found, str):
+        raise InputError(f"{where}: {found}")
+    return found.start, found.end
+
+
+def by_name(exp: Expectation, docs: dict[str, Document]) -> Evidence | str:
+    """What the expectation's name points at in ``docs``, or why it points at nothing (the error text)."""
+    doc = docs.get(exp.doc)
+    if doc is None:
+        return f"doc '{exp.doc}' is not in the index (wrong path, or it failed to ingest)"
+    if not exp.section:
+        return document_evidence(doc)
+    found = _match_one(doc, exp.section)
+    return found if isinstance(found, str) else section_evidence(doc, found)
+
+
+def name_section(doc: Document, ev: Evidence, written: str | None = None) -> str | None:
+    """How to name section ``ev`` of ``doc`` in a test set: ``written`` (the expectation's old name) when it still
+    names exactly that section, else the header-path suffix as long as ``written`` was (or the nearest length)
+    that names it alone. None: no suffix names it alone (two sections with the same whole path)."""
+    if written:
+        found = _match_one(doc, written)
+        if isinstance(found, Section) and (found.start, found.end) == (ev.start, ev.end):
+            return written
+    paths = [tuple(normalize_header(t) for t in s.path) for s in sections(doc.markdown)]
+    mine = tuple(normalize_header(t) for t in ev.path)
+    hint = min(len(mine), max(1, len(_split_path(written or ""))))
+    for n in [*range(hint, len(mine) + 1), *range(hint - 1, 0, -1)]:
+        if sum(1 for p in paths if p[-n:] == mine[-n:]) == 1:
+            return " > ".join(ev.path[-n:])
+    return None
+
+
+def locate(exp: Expectation, docs: dict[str, Document], index: EvidenceIndex, want: str | None) -> Located:
+    """Where ``exp``'s evidence is now, given the fingerprint it should have (``want``; None: unknown, so
+    whatever its name resolves to is ``ok``)."""
+    named = by_name(exp, docs)
+    if isinstance(named, Evidence) and (want is None or named.fingerprint == want):
+        return Located(OK, named, exp.doc, exp.section)
+    if want is None:
+        return Located(GONE, None, None, None, str(named))
+    found = index.find(want, whole_document=not exp.section)
+    if len(found) > 1:  # the same text in several places: the expectation's own document decides, if it can
+        found = [e for e in found if e.doc_id == exp.doc] or found
+    if isinstance(named, Evidence):
+        if len(found) == 1 and found[0].where != named.where:
+            return _moved(exp, docs, found[0], f"its name now points at other text; the text is at {found[0].where}")
+        return Located(CHANGED, named, exp.doc, exp.section, "the text of the section was edited")
+    if len(found) == 1:
+        return _moved(exp, docs, found[0], f"{named}; its text is now at {found[0].where}")
+    if found:
+        shown = "; ".join(e.where for e in found[:5])
+        return Located(GONE, None, None, None, f"{named}; its text is in {len(found)} places ({shown}): name one")
+    return Located(GONE, None, None, None, f"{named}; its text (fingerprint {want}) is nowhere in this version")
+
+
+def _moved(exp: Expectation, docs: dict[str, Document], ev: Evidence, why: str) -> Located:
+    if not ev.path:
+        return Located(MOVED, ev, ev.doc_id, None, why)
+    name = name_section(docs[ev.doc_id], ev, exp.section)
+    if name is None:
+        return Located(GONE, None, None, None, f"{why}, which no header-path suffix names alone")
+    return Located(MOVED, ev, ev.doc_id, name, why)
+
+
+def target_of(exp: Expectation, loc: Located) -> Target:
+    assert loc.evidence is not None and loc.doc is not None
+    ev = loc.evidence
+    return Target(section_key(loc.doc, loc.section), loc.doc, ev.start, ev.end, exp.grade, ev.text, ev.fingerprint)
+
+
+def add_target(targets: dict[str, Target], t: Target) -> None:
+    """Several expectations of one section count once, at their highest grade."""
+    old = targets.get(t.key)
+    if old is None or t.grade > old.grade:
+        targets[t.key] = t
+
+
+def resolve_case(case: Case, docs: dict[str, Document], testset: str,
+                 index: EvidenceIndex | None = None) -> list[Target]:
+    index = index or EvidenceIndex(docs)
     targets: dict[str, Target] = {}
     for i, exp in enumerate(case.expect):
-        where = f"{testset}: case '{case.id}' expect[{i}]"
-        doc = docs.get(exp.doc)
-        if doc is None:
-            raise InputError(f"{where}: doc '{exp.doc}' is not in the index (wrong path, or it failed to ingest)")
-        if exp.section:
-            start, end = resolve_section(doc, exp.section, where)
-            key = f"{exp.doc}#{' > '.join(_split_path(exp.section))}"
-        else:
-            start, end, key = 0, len(doc.markdown), exp.doc
-        old = targets.get(key)
-        if old is None or exp.grade > old.grade:
-            targets[key] = Target(key, exp.doc, start, end, exp.grade, doc.markdown[start:end])
+        loc = locate(exp, docs, index, exp.fingerprint)
+        if loc.status == GONE:
+            raise InputError(f"{testset}: case '{case.id}' expect[{i}]: {loc.reason}")
+        add_target(targets, target_of(exp, loc))
     return list(targets.values())
 
 
 def resolve_testset(ts: TestSet, docs: dict[str, Document]) -> dict[str, list[Target]]:
-    return {c.id: resolve_case(c, docs, ts.path or ts.name) for c in ts.cases}
+    index = EvidenceIndex(docs)  # built only if a fingerprinted expectation has to follow its text
+    return {c.id: resolve_case(c, docs, ts.path or ts.name, index) for c in ts.cases}

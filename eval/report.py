@@ -2,8 +2,11 @@
 retrieval results becomes its per-query rows, per-tag and overall means (``score_results``).
 
 ``overall`` holds keys like ``ndcg@10``; ``per_tag`` the same means per tag (plus ``n``); ``per_query`` rows
-hold the metrics, latency, top hits and the expected sections missed in the top 10; ``latency_ms`` the
-percentiles over every query of every repeat; and the provenance: index version, model, test-set sha256.
+hold the metrics, latency, top hits (relevance marks, per-source ranks, hop), the rank of each expected section
+in the whole ranking, the expected sections missed in the top 10 and the hop diagnostics
+(``eval.hop_diagnostics``); ``hop_gains`` the mean recall gain per hop; ``latency_ms`` the percentiles over every
+query of every repeat; ``testset_check`` the stale-case check the evaluation ran after (when it ran one); and
+the provenance: index version, model, test-set sha256.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from ragrig.eval.hop_diagnostics import hop_rows
 from ragrig.eval.metrics import mean_metrics, query_metrics
 from ragrig.eval.relevance import Target
 from ragrig.eval.testset import TestSet
@@ -36,6 +40,8 @@ class EvalReport:
     ragas: dict[str, float] = field(default_factory=dict)
     label: str = ""
     mlflow_run_id: str | None = None  # set once the report is logged (after report.json is written)
+    hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # scope (overall, tag) -> hop -> gain
+    testset_check: dict[str, Any] | None = None  # eval.lifecycle.check.CheckReport.to_dict(), when one ran
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -51,8 +57,11 @@ class EvalReport:
             "repeats": self.repeats,
             "variance": self.variance,
             "ragas": self.ragas,
+            "hop_gains": self.hop_gains,
             "per_query": self.per_query,
         }
+        if self.testset_check is not None:
+            d["testset_check"] = self.testset_check
         if self.mlflow_run_id is not None:
             d["mlflow_run_id"] = self.mlflow_run_id
         return d
@@ -88,7 +97,8 @@ def score_results(
         for rank, h in enumerate(res.hits[: max(10, min(ks))], 1):
             hit_keys = [t.key for t in tg if t.touches(h.doc_id, h.start, h.end)]
             top.append({"rank": rank, "chunk_id": h.chunk_id, "header": h.header, "score": round(h.score, 6),
-                        "relevant": bool(hit_keys), "hop": h.hop})
+                        "relevant": bool(hit_keys), "hop": h.hop, "expected": hit_keys,
+                        "sources": {s: v.rank for s, v in h.sources.items()}})
         rows.append({
             "id": case.id,
             "query": case.query,
@@ -101,7 +111,22 @@ def score_results(
             "normalized": res.normalized,
             "expansions": res.expansions,
             "top": top,
+            "expected_ranks": expected_ranks(res, tg),
+            "hops": hop_rows(res, tg),
         })
     overall = mean_metrics(metric_rows)
     per_tag = {t: {**mean_metrics(v), "n": float(len(v))} for t, v in sorted(by_tag.items())}
     return overall, per_tag, rows
+
+
+def expected_ranks(res: RetrievalResult, targets: list[Target]) -> dict[str, int | None]:
+    """Each expected section's first rank in the whole ranking (None: not in it)."""
+    out: dict[str, int | None] = {t.key: None for t in targets}
+    for rank, c in enumerate(res.ranked, 1):
+        for t in targets:
+            if out[t.key] is None and t.touches(c.doc_id, c.start, c.end):
+                out[t.key] = rank
+        if all(v is not None for v in out.values()):
+            break
+    return out
+

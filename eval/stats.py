@@ -2,12 +2,14 @@
 
 - ``permutation_p``: a randomisation (sign-flip permutation) test on the differences, exact when there are at
   most 16 non-zero differences, else ``n_perm`` random sign vectors from a fixed seed;
-- ``paired_t_p``: a paired t-test (scipy), p = 1 when every difference is zero.
+- ``paired_t_p``: a paired t-test (scipy), p = 1 when every difference is zero;
+- ``holm``: Holm's step-down correction of a family of p-values (the gate's checks of several metrics and tags).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,3 +45,17 @@ def paired_t_p(a: np.ndarray, b: np.ndarray) -> float:
     from scipy import stats
 
     return float(stats.ttest_rel(b, a).pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given: the i-th smallest of m is multiplied by m - i + 1,
+    then made non-decreasing along that order and capped at 1. Rejecting every adjusted p < alpha keeps the
+    chance of any false rejection in the family at most alpha."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(pvalues[i])))
+        out[i] = running
+    return out

@@ -1,4 +1,10 @@
-"""YAML test sets: load and validate (errors name file, line, case id and field), and import BEIR qrels."""
+"""YAML test sets: load and validate (errors name file, line, case id and field), and import BEIR qrels.
+
+A case marked ``draft: true`` (``ragrig testset draft`` writes them, with the ``reason`` it was made) is left out
+of evaluation and the gate until a person removes the mark; ``load_testset(path, drafts=True)`` keeps it (what
+``ragrig testset check`` reads). An expectation's ``fingerprint`` is the hash of its section's text when it was
+last checked (``eval.lifecycle``): what tells a moved section from an edited one.
+"""
 
 from __future__ import annotations
 
@@ -22,10 +28,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+FINGERPRINT = r"^[0-9a-f]{16}$"
+
+
 class Expectation(_Strict):
     doc: str = Field(min_length=1)
     section: str | None = None
     grade: int = Field(1, ge=1, le=10)
+    fingerprint: str | None = Field(None, pattern=FINGERPRINT)
 
 
 class Case(_Strict):
@@ -34,6 +44,8 @@ class Case(_Strict):
     expect: list[Expectation] = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
     max_hops: int | None = Field(None, ge=0, le=5)
+    draft: bool = False
+    reason: str | None = None  # why a draft was made (``ragrig testset draft``)
 
 
 class TestSet(_Strict):
@@ -44,14 +56,17 @@ class TestSet(_Strict):
     cases: list[Case] = Field(min_length=1)
     path: str | None = Field(None, exclude=True)
     sha256: str | None = Field(None, exclude=True)
+    drafts_left_out: int = Field(0, exclude=True)  # draft cases dropped by load_testset(drafts=False)
 
     @property
     def tags(self) -> list[str]:
         return sorted({t for c in self.cases for t in c.tags})
 
 
-def load_testset(path: str | Path) -> TestSet:
-    """A YAML test set, or a BEIR folder (queries.jsonl + qrels/test.tsv) imported on the fly."""
+def load_testset(path: str | Path, drafts: bool = False) -> TestSet:
+    """A YAML test set, or a BEIR folder (queries.jsonl + qrels/test.tsv) imported on the fly. Cases marked
+    ``draft: true`` are left out (counted in ``drafts_left_out``) unless ``drafts``; a file of drafts only is an
+    error then, naming the file."""
     p = Path(path)
     if p.is_dir():
         ts = import_beir(p, "test")
@@ -83,7 +98,31 @@ def load_testset(path: str | Path) -> TestSet:
         seen[case.id] = i
     ts.path = str(p)
     ts.sha256 = hashlib.sha256(p.read_bytes()).hexdigest()
+    if not drafts:
+        kept = [c for c in ts.cases if not c.draft]
+        ts.drafts_left_out = len(ts.cases) - len(kept)
+        if not kept:
+            raise InputError(f"{p}: all {len(ts.cases)} cases are drafts (draft: true); remove the mark from the "
+                             "ones you keep (or evaluate them with --include-drafts)")
+        ts.cases = kept
     return ts
+
+
+def only_cases(testsets: list[TestSet], ids: list[str]) -> list[TestSet]:
+    """The test sets cut down to the cases ``ids`` names (``ragrig eval --case``); a test set left with none is
+    dropped, and an id no test set has is an error naming it."""
+    want = set(ids)
+    found = {c.id for ts in testsets for c in ts.cases}
+    unknown = [i for i in dict.fromkeys(ids) if i not in found]
+    if unknown:
+        names = ", ".join(ts.name for ts in testsets)
+        raise InputError(f"--case {', '.join(repr(u) for u in unknown)}: no such case in {names}")
+    out = []
+    for ts in testsets:
+        cases = [c for c in ts.cases if c.id in want]
+        if cases:
+            out.append(ts.model_copy(update={"cases": cases}))
+    return out
 
 
 def import_beir(folder: str | Path, split: str = "test") -> TestSet:
@@ -160,6 +199,8 @@ def _score(raw: str, where: str) -> int:
 def dump_testset(ts: TestSet) -> str:
     data = ts.model_dump(exclude_none=True)
     for c in data["cases"]:
+        if not c.get("draft"):
+            c.pop("draft", None)
         for e in c["expect"]:
             if e.get("grade") == 1:
                 e.pop("grade")

@@ -1,6 +1,7 @@
-"""The files attached to an evaluation's MLflow run: per_query.csv, config.yaml, report.json (the whole report,
-so ``ragrig compare`` and ``ragrig gate`` can take a run as input), failed_cases.md and, unless a sweep child,
-two plots. Every text goes through the secret scrubbing first."""
+"""The files attached to an evaluation's MLflow run: per_query.csv (with each case's hop diagnostics),
+config.yaml, report.json (the whole report, so ``ragrig compare`` and ``ragrig gate`` can take a run as input),
+failed_cases.md, testset_check.md (when the evaluation ran the stale-case check) and, unless a sweep child, two
+plots. Every text goes through the secret scrubbing first."""
 
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.eval.hop_diagnostics import hop_summary
+from ragrig.eval.lifecycle.check import to_markdown as check_markdown
 from ragrig.eval.metrics import COMPARED
 from ragrig.eval.report import EvalReport
 from ragrig.eval.tracking.secrets import scrub
 
-PER_QUERY_COLUMNS = ("id", "query", "tags", *COMPARED, "latency_ms", "missed@10")
+PER_QUERY_COLUMNS = ("id", "query", "tags", *COMPARED, "latency_ms", "missed@10", "hops")
 
 
 def per_query_rows(report: EvalReport, secrets: list[str]) -> list[dict[str, Any]]:
     return [{"id": r["id"], "query": scrub(r["query"], secrets), "tags": ",".join(r["tags"]),
              **{k: r["metrics"][k] for k in COMPARED},
-             "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"])}
+             "latency_ms": r["latency_ms"], "missed@10": "; ".join(r["missed@10"]),
+             "hops": scrub(hop_summary(r.get("hops", [])), secrets)}
             for r in report.per_query]
 
 
@@ -63,6 +67,8 @@ def write_artifacts(t: Path, cfg: RagrigConfig, report: EvalReport, secrets: lis
     # not ASCII-escaped: a secret with non-ASCII characters must appear as itself for scrub to find it
     (t / "report.json").write_text(scrub(json.dumps(report.to_dict(), ensure_ascii=False), secrets), encoding="utf-8")
     (t / "failed_cases.md").write_text(scrub(failed_cases_markdown(report), secrets), encoding="utf-8")
+    if report.testset_check is not None:
+        (t / "testset_check.md").write_text(scrub(check_markdown([report.testset_check]), secrets), encoding="utf-8")
     if plots:  # sweep children skip them: the parent run has the sweep's plots
         from ragrig.eval.tracking.plots import per_tag_png, recall_ndcg_png
 

@@ -85,6 +85,13 @@ def run_metrics(report: EvalReport) -> dict[str, float]:
         metrics[metric_name(k)] = v
     for k, v in report.ragas.items():
         metrics[metric_name(f"ragas.{k}")] = v
+    for scope, gains in report.hop_gains.items():  # per-hop recall gain: hops.1.recall_gain_at_10, per tag too
+        prefix = "" if scope == "overall" else f"tag.{scope}."
+        for hop, g in gains.items():
+            metrics[metric_name(f"{prefix}hops.{hop}.recall_gain@10")] = g
+    if report.testset_check is not None:  # the stale-case check the evaluation ran after
+        for status, n in report.testset_check["counts"].items():
+            metrics[f"testset_check.{status}"] = float(n)
     return metrics
 
 
@@ -187,3 +194,19 @@ def log_failure(cfg: RagrigConfig, testset: str, error: str, options: RunOptions
     finally:
         client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.FAILED))
     return run.info.run_id
+def attach(cfg: RagrigConfig, run_id: str, texts: dict[str, str], metrics: dict[str, float] | None = None,
+           tags: dict[str, str] | None = None) -> None:
+    """Add files (name -> text), metrics and tags to a logged run: what the publish-triggered evaluation learns
+    after the run is logged (the diff against the version before, the gate's verdict). Texts are scrubbed."""
+    from mlflow.entities import Metric, RunTag
+    from mlflow.tracking import MlflowClient
+
+    ensure_experiment(cfg)  # sets the tracking URI this config logs to
+    secrets = env_secrets()
+    client = MlflowClient()
+    stamp = int(time.time() * 1000)
+    client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), stamp, 0) for k, v in (metrics or {}).items()],
+                     tags=[RunTag(k, scrub(str(v), secrets)) for k, v in (tags or {}).items()])
+    for name, text in texts.items():
+        client.log_text(run_id, scrub(text, secrets), name)
+

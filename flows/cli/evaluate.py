@@ -20,6 +20,11 @@ def register(sub: Any) -> None:
     p.add_argument("-n", "--repeats", type=int, default=None, help="run N times: latency percentiles and variance")
     p.add_argument("--max-hops", type=int, default=None, metavar="N",
                    help="force multi-hop depth N for every case (default: per case, else retrieval.max_hops)")
+    p.add_argument("--case", action="append", default=[], metavar="ID",
+                   help="run only this case (repeatable) and print its hits with relevance marks and per-source "
+                        "ranks (not logged to MLflow)")
+    p.add_argument("--include-drafts", action="store_true",
+                   help="evaluate cases marked draft: true too (left out by default; runs without Prefect)")
     p.add_argument("--output-json", metavar="FILE")
     p.add_argument("--run-name", default=None)
     p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
@@ -63,8 +68,27 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.evaluate import load_testsets
 
-    testsets = load_testsets(cfg, args.testset)  # every test set validated before any work
+    testsets = load_testsets(cfg, args.testset, drafts=args.include_drafts)  # all validated before any work
+    if args.case:
+        return eval_cases(cfg, args, testsets)
+    if args.include_drafts:  # the flow reloads the test sets from their paths: hand it the loaded ones
+        args.no_prefect = True
     evaluate(cfg, args, testsets, args.testset, repeats=args.repeats, max_hops=args.max_hops)
+    return 0
+
+
+def eval_cases(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet]) -> int:
+    """``ragrig eval --case ID``: only those cases, each printed with its hits (not logged)."""
+    from ragrig.eval.evaluate import evaluate_testsets
+    from ragrig.eval.testset import only_cases
+    from ragrig.flows.render.cases import print_cases
+
+    chosen = only_cases(testsets, args.case)
+    reports = evaluate_testsets(cfg, chosen, repeats=args.repeats, max_hops=args.max_hops, log=None)
+    results = [r.to_dict() for r in reports]
+    for r in results:
+        print_cases(r)
+    write_json(args.output_json, results[0] if len(results) == 1 else {"runs": results})
     return 0
 
 

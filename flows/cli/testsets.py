@@ -1,4 +1,6 @@
-"""``ragrig import-beir``: BEIR queries + qrels as a YAML test set."""
+"""``ragrig import-beir`` (BEIR queries + qrels as a YAML test set), ``ragrig testset check`` (is each case's
+evidence still where the test set says, with the same text? exit 1 when a case's evidence is gone) and
+``ragrig testset draft`` (draft cases from the corpus's own structure)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common
+from ragrig.flows.cli.common import add_common, write_json
 
 
 def register(sub: Any) -> None:
@@ -18,6 +21,37 @@ def register(sub: Any) -> None:
     p.add_argument("--split", default="test")
     p.add_argument("--output", "-o", default=None)
     p.set_defaults(func=cmd_import_beir)
+
+    ts = sub.add_parser("testset", help="keep test sets in step with the corpus: check, draft")
+    tsub = ts.add_subparsers(dest="testset_command", required=True)
+    p = tsub.add_parser("check", help="ok / moved / changed / gone per case, against an index version")
+    add_common(p)
+    p.add_argument("--testset", "-t", action="append", default=[], help="test set YAML (default: eval.testsets)")
+    p.add_argument("--version", default=None, help="the index version to check (default: the current one)")
+    p.add_argument("--against", default=None, metavar="VERSION|none",
+                   help="the reference version (default: the one published before --version)")
+    p.add_argument("--write", action="store_true",
+                   help="update the YAML in place: re-anchor moved cases, write fingerprints (comments kept)")
+    p.add_argument("--accept", action="append", default=[], metavar="CASE",
+                   help="with --write: accept this changed case's edit (write its new fingerprint); repeatable")
+    p.add_argument("--markdown", metavar="FILE")
+    p.add_argument("--output-json", metavar="FILE")
+    p.set_defaults(func=cmd_check)
+
+    p = tsub.add_parser("draft", help="draft cases from the corpus's structure (offline, deterministic)")
+    add_common(p)
+    p.add_argument("--output", "-o", required=True, help="the YAML test set of drafts to write")
+    p.add_argument("--version", default=None, help="the index version to draft from (default: the current one)")
+    p.add_argument("--per-kind", type=int, default=25, metavar="N",
+                   help="at most N drafts of each kind, spread over the corpus (default 25)")
+    p.add_argument("--kind", action="append", default=[],
+                   help="exact-term, header, comparison, multi-hop (repeatable; default all)")
+    p.add_argument("--name", default=None, help="the test set's name (default: <index name>-drafts)")
+    p.add_argument("--llm", action="store_true",
+                   help="rewrite each draft's query in user phrasing through the LLM judge's endpoint "
+                        "(retrieval.judge.base_url/model; key from retrieval.judge.api_key_env)")
+    p.add_argument("--output-json", metavar="FILE", help="write the summary (kinds, how many resolve) as JSON")
+    p.set_defaults(func=cmd_draft)
 
 
 def cmd_import_beir(args: argparse.Namespace, cfg: RagrigConfig) -> int:
@@ -31,4 +65,60 @@ def cmd_import_beir(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         print(f"wrote {len(ts.cases)} cases to {args.output}")
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from ragrig.eval.evaluate import load_testsets
+    from ragrig.eval.lifecycle.check import to_markdown
+    from ragrig.eval.lifecycle.published import check_all, open_version, previous_version
+    from ragrig.eval.lifecycle.yaml_write import write_check
+    from ragrig.flows.render.lifecycle import print_check, print_write
+
+    if args.accept and not args.write:
+        raise InputError("--accept needs --write (it updates the fingerprints in the file)")
+    sets = load_testsets(cfg, args.testset, drafts=True)
+    if args.write:
+        not_yaml = [ts.path for ts in sets if not ts.path or Path(ts.path).is_dir()]
+        if not_yaml:
+            raise InputError(f"--write updates YAML test sets; {not_yaml[0]} is not one")
+    new = open_version(cfg, args.version)
+    ref_name = previous_version(new.layout, new.version) if args.against is None else args.against
+    old = None if ref_name in (None, "none") else open_version(cfg, ref_name)
+    reports = check_all(sets, new, old)
+    for r in reports:
+        print_check(r)
+    if args.write:
+        for ts, r in zip(sets, reports, strict=True):
+            assert ts.path is not None
+            print_write(write_check(ts.path, r, accept=[a for a in args.accept if a in {c.id for c in r.cases}]))
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(to_markdown([r.to_dict() for r in reports]) + "\n", encoding="utf-8")
+    write_json(args.output_json, {"checks": [r.to_dict() for r in reports]})
+    gone = [f"{r.testset}: {cid}" for r in reports for cid in r.gone]
+    if gone:
+        print(f"error: {len(gone)} case(s) lost their evidence: {', '.join(gone)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_draft(args: argparse.Namespace, cfg: RagrigConfig) -> int:
+    from ragrig.eval.lifecycle.drafts import KINDS, draft_testset, write_drafts
+    from ragrig.eval.lifecycle.published import open_version
+    from ragrig.flows.render.lifecycle import print_drafts
+
+    kinds = args.kind or list(KINDS)
+    bad = sorted(set(kinds) - set(KINDS))
+    if bad:
+        raise InputError(f"--kind {bad[0]!r}: not a draft kind (have: {', '.join(KINDS)})")
+    version = open_version(cfg, args.version)
+    ts = draft_testset(version, kinds=kinds, per_kind=args.per_kind, name=args.name)
+    if args.llm:
+        from ragrig.eval.lifecycle.rephrase import rephrase_drafts
+
+        ts = rephrase_drafts(ts, cfg.retrieval.judge)
+    summary = write_drafts(ts, version, args.output)
+    print_drafts(summary)
+    write_json(args.output_json, summary)
     return 0

@@ -23,5 +23,12 @@ def print_comparison(c: Comparison) -> None:
         print(f"flipped queries (relevant chunk in the top {c.k}):")
         for f in c.flips:
             print(f"  {f.direction:6s} {f.id}: first relevant rank {f.rank_before or '-'} -> {f.rank_after or '-'}")
+    if c.hop_gains:
+        print("recall gain per hop: " + ", ".join(
+            f"hop {h} {g['baseline']:.4f} -> {g['candidate']:.4f}" for h, g in c.hop_gains.items()))
+    if c.hop_changes:
+        print(f"cases whose hops changed ({len(c.hop_changes)}):")
+        for h in c.hop_changes:
+            print(f"  {h['id']}:\n    before: {h['before']}\n    after:  {h['after']}")
     for w in c.warnings:
         print(f"warning: {w}")

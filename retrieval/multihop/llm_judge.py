@@ -63,54 +63,68 @@ class LLMJudge:
         )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
-
-        url = self.cfg.base_url.rstrip("/") + "/chat/completions"
-        key = os.environ.get(self.cfg.api_key_env, "")
-        headers = {"Content-Type": "application/json"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        last = ""
-        for attempt in range(self.cfg.retries + 1):
-            if attempt:
-                time.sleep(self.cfg.backoff_s * 2 ** (attempt - 1))
-            try:
-                resp = httpx.post(url, json=body, headers=headers, timeout=self.cfg.timeout_s)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.cfg.timeout_s:g} s"
-                continue
-            except httpx.HTTPError as exc:
-                last = f"unreachable ({type(exc).__name__}: {exc})"
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code >= 400:
-                raise RagrigError(f"LLM judge at {url}: HTTP {resp.status_code}: {resp.text[:200]}")
-            try:
-                return resp.json()
-            except json.JSONDecodeError:
-                raise RagrigError(f"LLM judge at {url}: the response is not JSON: {resp.text[:200]!r}") from None
-        raise RagrigError(f"LLM judge at {url}: {last} ({self.cfg.retries + 1} attempts)")
-
     def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
-        body = {
-            "model": self.cfg.model,
-            "messages": self._prompt(query, hits),
-            "temperature": 0,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "hop_judgement", "schema": JUDGE_SCHEMA}},
-        }
-        reply = self._post(body)
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise RagrigError(f"LLM judge: unexpected reply shape: {str(reply)[:200]}") from None
-        try:
-            data = json.loads(content)
-        except (json.JSONDecodeError, TypeError):
-            raise RagrigError(f"LLM judge: the model's answer is not valid JSON: {str(content)[:200]!r}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("can_answer"), bool):
-            raise RagrigError(f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}")
+        data = chat_json(self.cfg, self._prompt(query, hits), JUDGE_SCHEMA, "hop_judgement", who="LLM judge")
+        if not isinstance(data.get("can_answer"), bool):
+            raise RagrigError(
+                f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}")
         missing = parse_missing(data.get("missing") or [])
         return Judgement(bool(data["can_answer"]), str(data.get("reasoning", "")), [Missing(m) for m in missing])
+
+
+def post_chat(cfg: JudgeConfig, body: dict[str, Any], who: str = "LLM judge") -> dict[str, Any]:
+    """POST ``body`` to ``<base_url>/chat/completions``; timeouts, connection errors, 429 and 5xx are retried
+    with exponential backoff, anything else is a RagrigError naming ``who`` and the URL."""
+    import httpx
+
+    url = cfg.base_url.rstrip("/") + "/chat/completions"
+    key = os.environ.get(cfg.api_key_env, "")
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    last = ""
+    for attempt in range(cfg.retries + 1):
+        if attempt:
+            time.sleep(cfg.backoff_s * 2 ** (attempt - 1))
+        try:
+            resp = httpx.post(url, json=body, headers=headers, timeout=cfg.timeout_s)
+        except httpx.TimeoutException:
+            last = f"timed out after {cfg.timeout_s:g} s"
+            continue
+        except httpx.HTTPError as exc:
+            last = f"unreachable ({type(exc).__name__}: {exc})"
+            continue
+        if resp.status_code == 429 or resp.status_code >= 500:
+            last = f"HTTP {resp.status_code}"
+            continue
+        if resp.status_code >= 400:
+            raise RagrigError(f"{who} at {url}: HTTP {resp.status_code}: {resp.text[:200]}")
+        try:
+            return resp.json()
+        except json.JSONDecodeError:
+            raise RagrigError(f"{who} at {url}: the response is not JSON: {resp.text[:200]!r}") from None
+    raise RagrigError(f"{who} at {url}: {last} ({cfg.retries + 1} attempts)")
+
+
+def chat_json(cfg: JudgeConfig, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
+              who: str = "LLM judge") -> dict[str, Any]:
+    """One chat completion at temperature 0 that must answer with a JSON object of ``schema`` (what the judge
+    and ``ragrig testset draft --llm`` share); a reply of another shape is a RagrigError naming ``who``."""
+    body = {
+        "model": cfg.model,
+        "messages": messages,
+        "temperature": 0,
+        "response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
+    }
+    reply = post_chat(cfg, body, who)
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise RagrigError(f"{who}: unexpected reply shape: {str(reply)[:200]}") from None
+    try:
+        data = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        raise RagrigError(f"{who}: the model's answer is not valid JSON: {str(content)[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise RagrigError(f"{who}: the JSON does not match the schema (not an object): {str(data)[:200]}")
+    return data

@@ -1,6 +1,7 @@
 """prefect.yaml end to end on a local Prefect server (127.0.0.1): deploy everything, see the reingest cron
 schedule, the evaluate trigger and the ragrig-embedding concurrency limit (the build step) registered, run
-reingest on a process worker, and see the evaluate run that the publish event triggers complete."""
+reingest on a process worker, and see the evaluate run that the publish event triggers complete, with the
+version it was given and its test-set check artifact."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ async def _limit(api: str, tag: str) -> int:
 
     async with PrefectClient(api) as c:
         return int((await c.read_concurrency_limit_by_tag(tag)).concurrency_limit)
+
+
+async def _evaluate_runs_and_artifacts(api: str) -> tuple[list[dict], dict[str, str]]:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api) as c:
+        runs = [r.parameters for r in await c.read_flow_runs() if r.parameters.get("version")]
+        return runs, {a.key: str(a.data) for a in await c.read_artifacts() if a.key}
 
 
 def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
@@ -82,6 +91,12 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
             log = (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
             assert done.get("reingest") == "COMPLETED", log
             assert done.get("evaluate") == "COMPLETED", log  # triggered by ragrig.index.published
+            params, artifacts = asyncio.run(_evaluate_runs_and_artifacts(api))
+            assert [p["version"] for p in params] == ["v000001"]  # the event's version reached the flow
+            # the first version has nothing before it: checked (every case ok) and evaluated, no diff, no gate
+            assert "### Test set check: sample-rules on v000001" in artifacts["testset-check"]
+            assert "100 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]
+            assert "eval-sample-rules" in artifacts and "version-diff" not in artifacts
         finally:
             os.killpg(worker.pid, signal.SIGTERM)
             try:

@@ -9,12 +9,17 @@ from ragrig.eval.tracking.secrets import safe_params, scrub
 
 def test_per_query_rows_have_the_compared_metrics_in_order(make_report):
     assert PER_QUERY_COLUMNS == ("id", "query", "tags", "ndcg@10", "recall@10", "mrr@10", "precision@5",
-                                 "latency_ms", "missed@10")
+                                 "latency_ms", "missed@10", "hops")
     r = make_report(ndcg=0.5)
     r.per_query[0]["missed@10"] = ["a.md#x", "a.md#y"]
+    r.per_query[0]["hops"] = [{"hop": 1, "can_answer": False, "reasoning": "named: Lethal", "asked": ["Lethal x+"],
+                               "added": ["a.md#3"], "found": ["a.md#lethal x+"], "recall_gain@10": 0.5},
+                              {"hop": 2, "can_answer": True, "reasoning": "done", "asked": [], "added": [],
+                               "found": [], "recall_gain@10": 0.0}]
     [row] = per_query_rows(r, ["lethal"])
     assert row == {"id": "q1", "query": "what does *** do", "tags": "rules", "ndcg@10": 0.5, "recall@10": 1.0,
-                   "mrr@10": 1.0, "precision@5": 0.2, "latency_ms": 1.5, "missed@10": "a.md#x; a.md#y"}
+                   "mrr@10": 1.0, "precision@5": 0.2, "latency_ms": 1.5, "missed@10": "a.md#x; a.md#y",
+                   "hops": "1: asked Lethal x+ -> found a.md#*** x+ (+0.50); 2: can answer"}  # scrubbed
     assert list(row) == list(PER_QUERY_COLUMNS)
 
 
