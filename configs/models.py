@@ -1,7 +1,8 @@
 """The one typed config model (a pydantic tree whose every level rejects unknown keys) and the index identity
 derived from it: which settings change what an index contains (``ingest_fingerprint``), hence its key.
 
-Loading and layering YAML into this model lives in ``load.py``.
+Loading and layering YAML into this model lives in ``load.py``. Why one ~320-line module: it is one model
+(one place to read every setting, its default and its bounds); the sections are a few lines each.
 """
 
 from __future__ import annotations
@@ -159,9 +160,6 @@ class JudgeConfig(Strict):
     max_items: int = Field(3, ge=1, le=20, description="missing items asked for per hop")
     # reference judge: follow the top chunk's references only when the query names a specific rule itself
     anchored: bool = True
-    question_parts: bool = Field(False, description=(
-        "reference judge: a multi-part question that names nothing to follow has each of its parts searched on its "
-        "own in hop 1 (their best chunks take the last places of the context window)"))
     # llm: any OpenAI-compatible chat endpoint; the key comes only from the environment variable named here
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "gpt-4o-mini"
@@ -190,9 +188,6 @@ class RetrievalConfig(Strict):
     header_threshold: float = Field(0.85, ge=0, le=1)
     max_query_chars: int = Field(2000, ge=10)
     max_hops: int = Field(0, ge=0, le=MAX_HOPS_MAX)
-    subqueries: bool = Field(False, description=(
-        "a multi-part question (several sentences, ', and' clauses) is also ranked part by part, and the rankings "
-        "are merged by reciprocal rank fusion"))
     hop_chunks: int = Field(3, ge=1, le=50)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     section_expansion_tokens: int = Field(0, ge=0, description=(
@@ -278,10 +273,16 @@ class RagrigConfig(Strict):
         return {
             "pipeline": PIPELINE_VERSION,
             "corpus": self.corpus.model_dump(),
-            "chunking": self.chunking.model_dump(),
+            "chunking": self._chunking_fingerprint(),
             "embedding": self._embedding_fingerprint(),
             "bm25": self.index.bm25.model_dump(),
         }
+
+    def _chunking_fingerprint(self) -> dict[str, Any]:
+        out = self.chunking.model_dump()
+        if not out["title_path"]:  # off keys as configs written before the setting did
+            del out["title_path"]
+        return out
 
     def _embedding_fingerprint(self) -> dict[str, Any]:
         out = {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device")}

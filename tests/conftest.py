@@ -114,3 +114,24 @@ def make_report():
         return EvalReport(**values)
 
     return _make
+
+
+# Settings added to the config model after tests/fixtures/index-v1 was written, with their defaults: a config
+# resolved today shows them; everything else must read back exactly as the fixture wrote it.
+ADDED_SINCE_INDEX_V1 = {("embedding", "backend"): "auto", ("chunking", "title_path"): False}
+
+
+@pytest.fixture
+def drop_added_settings():
+    """Remove (and check the defaults of) the settings added since the index-v1 fixture, and the whole ``serve``
+    section (added later, never part of an index)."""
+    def drop(resolved: dict) -> dict:
+        for path, default in ADDED_SINCE_INDEX_V1.items():
+            *parents, leaf = path
+            node = resolved
+            for p in parents:
+                node = node[p]
+            assert node.pop(leaf) == default, path
+        resolved.pop("serve")
+        return resolved
+    return drop

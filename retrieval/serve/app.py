@@ -27,7 +27,7 @@ from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig, settings_digest
 from ragrig.retrieval.context import build_context
 from ragrig.retrieval.results import RetrievalResult
-from ragrig.retrieval.search.filters import Filters
+from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.search.retriever import Retriever
 from ragrig.retrieval.serve.api import (
     BodyLimit,

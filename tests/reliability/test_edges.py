@@ -24,7 +24,7 @@ def sets(corpus) -> list[str]:
 def test_an_empty_corpus_is_one_clear_error_and_leaves_nothing_half_written(tmp_path, capsys, ragrig_home):
     corpus = tmp_path / "empty"
     corpus.mkdir()
-    (corpus / "notes.txt").write_text("not a document type ragrig reads")
+    (corpus / "notes.xyz").write_text("not a document type ragrig reads")
     assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: corpus.path: no documents in") and "nothing to index" in err and len(
@@ -66,7 +66,7 @@ def test_frontmatter_false_keeps_frontmatter_out_of_chunks(tmp_path, make_config
     """``chunking.frontmatter: false`` used to change nothing but the index key."""
     from ragrig.retrieval.index.version import IndexVersion
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
-    from ragrig.retrieval.search.filters import Filters
+    from ragrig.retrieval.filters import Filters
     from ragrig.retrieval.search.retriever import Retriever
 
     corpus = tmp_path / "corpus"

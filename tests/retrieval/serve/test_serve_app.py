@@ -41,7 +41,7 @@ def served(tmp_path, write_files, make_config, embedder):
 
 def test_retrieve_and_context_answer_what_the_library_answers(served):
     from ragrig.retrieval.context import build_context
-    from ragrig.retrieval.search.filters import Filters
+    from ragrig.retrieval.filters import Filters
 
     cfg, live, client = served
     r = live.current.retriever
