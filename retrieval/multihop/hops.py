@@ -23,7 +23,6 @@ from ragrig.retrieval.multihop.judges import HopJudge, Missing, ReferenceJudge
 from ragrig.retrieval.multihop.llm_judge import LLMJudge
 from ragrig.retrieval.multihop.terms import TermIndex
 from ragrig.retrieval.results import Hit, RetrievalResult
-from ragrig.retrieval.subqueries import split_question
 
 if TYPE_CHECKING:
     from ragrig.retrieval.filters import Filters
@@ -55,8 +54,7 @@ def make_judge(index: HopIndex, r: RetrievalConfig) -> HopJudge:
             return index.header_titles(query, r.header_threshold, 20) + index.terms.terms_in(query)
 
         return LLMJudge(r.judge, header_titles=titles)
-    return ReferenceJudge(index.terms, max_items=r.judge.max_items, anchored=r.judge.anchored,
-                          parts=split_question if r.judge.question_parts else None)
+    return ReferenceJudge(index.terms, max_items=r.judge.max_items, anchored=r.judge.anchored)
 
 
 def fetch(index: HopIndex, item: Missing, have: set[str], r: RetrievalConfig, limit: int,

@@ -6,7 +6,7 @@ OpenAI-compatible chat endpoint.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -76,13 +76,11 @@ class ReferenceJudge:
     size table do I need?") is answered by its own best sections, and the rules its top chunk happens to
     mention would only push them out of the window."""
 
-    def __init__(self, lookup: TermLookup, max_items: int = 3, scan_hits: int = 1, anchored: bool = True,
-                 parts: Callable[[str], list[str]] | None = None) -> None:
+    def __init__(self, lookup: TermLookup, max_items: int = 3, scan_hits: int = 1, anchored: bool = True) -> None:
         self.lookup = lookup
         self.max_items = max_items
         self.scan_hits = scan_hits
         self.anchored = anchored
-        self.parts = parts
 
     def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
         have = {h.chunk_id for h in hits}
@@ -106,11 +104,6 @@ class ReferenceJudge:
             for term in self.lookup.terms_in(h.text):
                 consider(term, 1.0 / rank, h.chunk_id)
         ranked = sorted(candidates.items(), key=lambda kv: (-kv[1][0], kv[0]))[: self.max_items]
-        if not ranked and self.parts is not None and all(h.hop == 0 for h in hits):
-            parts = self.parts(query)[: self.max_items]
-            if parts:  # a question that asks several things: each part is looked for on its own
-                return Judgement(False, f"the question asks {len(parts)} things: each part searched on its own",
-                                 [Missing(p) for p in parts])
         if not ranked:
             if not named and self.anchored:
                 return Judgement(True, "the query names no specific rule to follow references from")

@@ -8,8 +8,10 @@ Every stage works on a batch; ``search`` is a batch of one (plus the query cache
 break ties by (-score, chunk id). Explainable: each hit carries its rank and score in every source, and each
 result its normalised and expanded query, per-source candidate counts and per-stage timings.
 
-The stages themselves are functions in sources/candidates/fusion/select/shaping; this module (~340 lines) is the
-facade plus the batch's orchestration (memo keys, timings, Hits), which reads the index the facade holds.
+The stages themselves are functions in sources/candidates/fusion/select/shaping; this module is the facade plus
+the batch's orchestration (memo keys, timings, Hits). Why it is ~410 lines and not split further: every method
+left reads the index the facade holds (chunks, rows, sources, order, dedup keys) and the batch's memo; moving
+them out would pass that state around again as the plumbing arguments the rebuild removed.
 """
 
 from __future__ import annotations
@@ -41,10 +43,9 @@ from ragrig.retrieval.search.candidates import SOURCES, CandidateBatch, Candidat
 from ragrig.retrieval.search.fusion import fuse
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_synonyms
-from ragrig.retrieval.search.select import Selection, dedup_key, dedup_walk, select
+from ragrig.retrieval.search.select import dedup_key, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
-from ragrig.retrieval.subqueries import merge, split_question
 
 log = logging.getLogger(__name__)
 
@@ -196,20 +197,14 @@ class Retriever:
                       hops: list[int], n_hits: int | None, memo: CandidateMemo) -> list[RetrievalResult]:
         t = [dict[str, float]() for _ in queries]
         processed = self._process(queries, r, memo, t)
-        parts = self._subqueries(processed, r, memo) if r.subqueries else {}
-        everything = processed + [pq for subs in parts.values() for _, pq in subs]
-        sub_idx, j = {}, len(processed)
-        for q, subs in parts.items():
-            sub_idx[q], j = list(range(j, j + len(subs))), j + len(subs)
-        t += [dict[str, float]() for _ in range(len(everything) - len(processed))]
-        keys = self._candidates(everything, r, filters, memo, t)
+        keys = self._candidates(processed, r, filters, memo, t)
         batch = self._batch(keys, memo)
         t0 = time.perf_counter()
         fused = fuse(batch, r.fusion)
         shaped = [bool(pq.comparison) or r.adaptive.enabled or r.section_expansion_tokens > 0 for pq in processed]
         enough = max(k, r.adaptive.max_results if r.adaptive.enabled else 0)
-        relevance = self._relevance(batch, everything, memo) if r.min_relevance > 0 else None
-        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in everything], self.dedup, relevance)
+        relevance = self._relevance(batch, processed, memo) if r.min_relevance > 0 else None
+        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in processed], self.dedup, relevance)
         share = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
         pins = self._entity_rows(processed, r, filters, memo)
         starts = batch.bounds()
@@ -219,15 +214,11 @@ class Retriever:
             cs, first = batch.sets[q], int(starts[q])
             elems, scores = sel.of(q)
             entries = [(int(batch.rows[e]), float(sc), int(e)) for e, sc in zip(elems.tolist(), scores.tolist())]
-            reasons: dict[int, str] = {}
-            if q in parts:
-                entries, reasons = self._merge(parts[q], sub_idx[q], entries, batch, sel, enough)
             rows = [row for row, _, _ in entries]
             full = shaped[q] or hops[q] > 0
             n = len(rows) if full or n_hits is None else min(n_hits, len(rows))
             hit_list = [self._hit(row, score, cs, e - first if 0 <= e - first < len(cs) else self._local(cs, row),
-                                  None if relevance is None or e < 0 else float(relevance[e]),
-                                  reasons.get(row, ""))
+                                  None if relevance is None else float(relevance[e]))
                         for row, score, e in entries[:n]]
             if shaped[q]:
                 hit_list = self._shape(hit_list, pins.get(q, []), cs, r, k)
@@ -323,37 +314,6 @@ class Retriever:
              reason: str = "") -> Hit:
         srcs = {} if i is None else {s: SourceScore(rank, sc) for s, (rank, sc) in cs.sources_of(i).items()}
         return Hit.from_chunk(self.chunks[row], score, srcs, reason=reason, relevance=relevance)
-
-    def _subqueries(self, processed: list[ProcessedQuery], r: RetrievalConfig,
-                    memo: CandidateMemo) -> dict[int, list[tuple[str, ProcessedQuery]]]:
-        """Each multi-part question's parts, processed like queries (comparisons have their own handling)."""
-        out: dict[int, list[tuple[str, ProcessedQuery]]] = {}
-        for q, pq in enumerate(processed):
-            split = [] if pq.comparison else split_question(pq.text)
-            if split:
-                out[q] = list(zip(split, self._process(split, r, memo, [dict[str, float]() for _ in split])))
-        return out
-
-    def _merge(self, subs: list[tuple[str, ProcessedQuery]], sub_idx: list[int], entries: list[tuple[int, float, int]],
-               batch: CandidateBatch, sel: Selection, limit: int) -> tuple[list[tuple[int, float, int]], dict[int, str]]:
-        """A question's ranking and its parts' rankings (``sub_idx``: the parts' places in the batch) merged by
-        RRF, de-duplicated and cut at ``limit``; rows only a part found say which part (their ``reason``)."""
-        elem_of = {row: e for row, _, e in entries}
-        reasons: dict[int, str] = {}
-        rankings = [[row for row, _, _ in entries]]
-        for j, (text, _) in zip(sub_idx, subs):
-            elems = sel.of(j)[0]
-            rows = batch.rows[elems].tolist()
-            rankings.append(rows)
-            for row, e in zip(rows, elems.tolist()):
-                if row not in elem_of:
-                    elem_of[row], reasons[row] = int(e), f"sub-query: {text}"
-        merged = merge(rankings, {row: int(self.order.rank[row]) for row in elem_of})
-        rows = np.array([row for row, _ in merged], dtype=np.int64)
-        keep = dedup_walk([self.dedup.keys[x] for x in rows.tolist()], self.dedup.prone[rows], limit) if len(rows) \
-            else np.zeros(0, dtype=bool)
-        kept = [(row, score, elem_of[row]) for (row, score), k in zip(merged, keep.tolist()) if k][:limit]
-        return kept, {row: why for row, why in reasons.items() if any(row == x for x, _, _ in kept)}
 
     def _relevance(self, batch: CandidateBatch, processed: list[ProcessedQuery], memo: CandidateMemo) -> np.ndarray:
         """Each batch element's calibrated relevance: its query-chunk similarity (the vector source's score where

@@ -79,11 +79,9 @@ def run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -
     return subprocess.run([str(BIN), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """A corpus and its published index (for the cases that need one), a listening socket (the taken port), a free
-    port (a server that is down) and the files the cases name."""
-    tmp = tmp_path_factory.mktemp("user-errors")
+def make_world(tmp: Path) -> dict:
+    """A corpus and its published index (for the cases that need one), a listening socket (the taken port: close
+    ``world["socket"]`` when done), a free port (a server that is down) and the files the cases name."""
     corpus = tmp / "corpus"
     corpus.mkdir()
     for name, text in TINY.items():
@@ -93,16 +91,23 @@ def world(tmp_path_factory):
     indexed = tmp / "indexed-home"
     sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
     p = run(["ingest", "--no-prefect", "-q", *sets], user_env(indexed), tmp)
-    assert p.returncode == 0, p.stderr
+    if p.returncode != 0:
+        raise RuntimeError(f"could not build the index the cases need: {p.stderr.strip()}")
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
-    yield {"tmp": tmp, "corpus": corpus, "indexed": indexed, "sets": sets, "port": taken.getsockname()[1],
-           "url": f"http://127.0.0.1:{free}"}
-    taken.close()
+    return {"tmp": tmp, "corpus": corpus, "indexed": indexed, "sets": sets, "port": taken.getsockname()[1],
+            "url": f"http://127.0.0.1:{free}", "socket": taken}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    w = make_world(tmp_path_factory.mktemp("user-errors"))
+    yield w
+    w["socket"].close()
 
 
 def run_case(case: Case, world: dict, home: Path, debug: bool = False) -> subprocess.CompletedProcess[str]:

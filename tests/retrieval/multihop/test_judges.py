@@ -250,20 +250,3 @@ def test_place_keeps_earlier_hops_when_a_later_hop_adds_more():
     assert [h.chunk_id for h in hop2] == ["a#0", "b#0", "x#0", "y#0", "c#0", "d#0"]  # hop 1 keeps its place
     wide = place(place(base, [(hit("x#0", "", 1), None)], window=4), [(hit("y#0", "", 2), None)], window=4)
     assert [h.chunk_id for h in wide] == ["a#0", "b#0", "x#0", "y#0", "c#0", "d#0"]
-
-
-def test_reference_judge_searches_each_part_of_a_multi_part_question_once():
-    from ragrig.retrieval.subqueries import split_question
-
-    judge = ReferenceJudge(LOOKUP, parts=split_question)
-    q = "My events are told apart by a kind string. How do I dispatch on that, and can I change the error message?"
-    j = judge.judge(q, [hit("a.md#1", "unrelated text")])
-    assert not j.can_answer and [m.item for m in j.missing] == split_question(q)[:3]
-    assert all(m.origin is None for m in j.missing)
-    # one question, or a later hop, or parts off: nothing to do
-    assert judge.judge("how do I dispatch on a kind string?", [hit("a.md#1", "text")]).can_answer
-    assert judge.judge(q, [hit("a.md#1", "text"), hit("b.md#2", "text", hop=1)]).can_answer
-    assert ReferenceJudge(LOOKUP).judge(q, [hit("a.md#1", "text")]).can_answer
-    # a named rule still comes first: parts are for questions that name nothing to follow
-    named = judge.judge("what does Lethal do? And how does it interact with cover saves at all?", [hit("x.md#1", "")])
-    assert [m.item for m in named.missing] == ["Lethal"]

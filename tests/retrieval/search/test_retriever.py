@@ -11,7 +11,7 @@ from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
-from ragrig.retrieval.search.candidates import DedupKeys, SourceRun
+from ragrig.retrieval.search.candidates import DedupKeys
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
@@ -392,29 +392,3 @@ def test_a_duplicate_is_dropped_and_the_next_chunk_moves_up(indexed):
         r.__dict__["dedup"] = saved
     want = [h.chunk_id for h in before.hits[:1] + before.hits[2:]]
     assert [h.chunk_id for h in after.hits][:4] == want and len(after.hits) == 5
-
-
-def test_subqueries_rank_each_part_and_merge_by_rrf(indexed, monkeypatch):
-    """With BM25 alone, made to return fixed runs per text: the whole question ranks a, x, y; its first part
-    finds a, its second b. RRF over the three lists gives a (1/61 + 1/61), b (1/61), x (1/62): the second part's
-    rule makes the top 2, and says which part found it. A single question ranks as without sub-queries."""
-    cfg, r = indexed
-    rows = {c.chunk_id: i for i, c in enumerate(r.chunks)}
-    a, x, y, b = rows["actions.md#0"], rows["faq.md#0"], rows["faq.md#1"], rows["weapons.md#4"]
-    q = "How far can my operatives move in one go? Which weapon rule lets them re-roll an attack die?"
-    part1, part2 = "How far can my operatives move in one go?", "Which weapon rule lets them re-roll an attack die?"
-    runs = {q: [(a, 3.0), (x, 2.0), (y, 1.0)], part1: [(a, 1.0)], part2: [(b, 1.0)]}
-    monkeypatch.setattr(r.sources, "bm25", lambda text, depth, mask: SourceRun.of(runs.get(text, [])))
-    base = cfg.retrieval.model_copy(update={"max_hops": 0, "fusion": cfg.retrieval.fusion.model_copy(
-        update={"weights": {"bm25": 1.0, "vector": 0.0}})})
-    split = base.model_copy(update={"subqueries": True})
-    assert [h.chunk_id for h in r.search(q, top_k=2, retrieval=base, use_cache=False).hits] == [
-        "actions.md#0", "faq.md#0"]
-    got = r.search(q, top_k=2, retrieval=split, use_cache=False)
-    assert [h.chunk_id for h in got.hits] == ["actions.md#0", "weapons.md#4"]
-    assert got.hits[0].score == pytest.approx(2 / 3) and got.hits[1].score == pytest.approx(1 / 3)  # over 3 / 61
-    assert [h.reason for h in got.hits] == ["", f"sub-query: {part2}"]
-    assert got.hits[0].rank_in("bm25") == 1 and got.hits[1].sources == {}  # not a candidate of the whole question
-    runs["how far can an operative move"] = [(x, 2.0), (a, 1.0)]
-    assert [h.chunk_id for h in r.search("how far can an operative move", retrieval=split, use_cache=False).hits] == [
-        "faq.md#0", "actions.md#0"]
