@@ -15,42 +15,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "reliability"))
 
-from test_user_errors import CASES, run, run_case, user_env  # noqa: E402  (the cases live with their test)
+from test_user_errors import CASES, make_world, run_case  # noqa: E402  (the cases live with their test)
 
 import ragrig  # noqa: E402,F401  (fails early when ragrig is not installed)
-
-
-def world(tmp: Path) -> dict:
-    """What the test's module fixture builds, without pytest: a corpus, its index, a taken and a free port."""
-    import socket
-
-    from test_user_errors import TINY
-
-    corpus = tmp / "corpus"
-    corpus.mkdir()
-    for name, text in TINY.items():
-        (corpus / name).write_text(text)
-    (tmp / "a.json").write_text("{}")
-    (tmp / "missing-doc.yaml").write_text("name: t\ncases:\n  - id: a\n    query: q\n    expect: [{doc: missing.md}]\n")
-    indexed = tmp / "indexed-home"
-    sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
-    p = run(["ingest", "--no-prefect", "-q", *sets], user_env(indexed), tmp)
-    if p.returncode != 0:
-        raise SystemExit(f"could not build the index the cases need: {p.stderr.strip()}")
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen(1)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]
-    return {"tmp": tmp, "corpus": corpus, "indexed": indexed, "sets": sets, "port": taken.getsockname()[1],
-            "url": f"http://127.0.0.1:{free}", "_socket": taken}
 
 
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        w = world(Path(d))
+        w = make_world(Path(d))
         try:
             for i, case in enumerate(CASES):
                 p = run_case(case, w, Path(d) / f"home-{i}")
@@ -60,7 +33,7 @@ def main() -> None:
                              "expected_exit": case.code})
                 print(f"{case.name}: exit {p.returncode}", file=sys.stderr)
         finally:
-            w["_socket"].close()
+            w["socket"].close()
     out = ROOT / "benchmarks" / "results" / "user_errors.json"
     out.write_text(json.dumps(rows, indent=1) + "\n")
     print("| case | command | what it printed (stderr; stdout empty) | exit |\n|---|---|---|---:|")

@@ -10,7 +10,9 @@ tests, their p-values are Holm-corrected (``correction: holm``, the default) bef
 ``alpha``, and every output says so. A ``must_pass`` case that had a relevant chunk in the top k in the
 baseline and has none in the candidate (or is missing from it) -> BLOCK.
 
-Outputs are Markdown and JUnit XML strings; the terminal rendering lives in ``flows/render/gate.py``.
+Outputs are Markdown and JUnit XML strings; the terminal rendering lives in ``flows/render/gate.py``. Why ~310
+lines: the policy, the verdicts and their two text renderings change together (a new kind of check appears in
+each); the statistics live in ``stats.py``.
 """
 
 from __future__ import annotations
