@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ragrig.eval.relevance import Target
 from ragrig.retrieval.results import RetrievalResult
@@ -31,7 +33,8 @@ def _memo_similarity(threshold: float):  # type: ignore[no-untyped-def]
     pairs, each call otherwise also paying ragas' callback set-up."""
     from dataclasses import dataclass, field
 
-    from ragas.metrics import NonLLMStringSimilarity
+    with _ragas_imports():
+        from ragas.metrics import NonLLMStringSimilarity
 
     cutoff = 1.0 - threshold
 
@@ -50,19 +53,31 @@ def _memo_similarity(threshold: float):  # type: ignore[no-untyped-def]
     return MemoSimilarity()
 
 
+
+@contextmanager
+def _ragas_imports() -> Iterator[None]:
+    """ragas 0.4 warns that these metrics move to ``ragas.metrics.collections`` in 1.0, attributing the warning to
+    the importing line (ours), so a user saw five DeprecationWarnings on every gate. Pinned ragas==0.4.3 keeps
+    them here; the move is for the upgrade to 1.0."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*ragas.metrics")
+        yield
+
+
 def ragas_scores(
     cases: Sequence[tuple[RetrievalResult, list[Target]]], k: int
 ) -> dict[str, float]:
     """Mean ragas scores over cases at depth ``k``; {} (with a warning) when ragas is unavailable."""
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
     try:
-        from ragas import SingleTurnSample
-        from ragas.metrics import (
-            IDBasedContextPrecision,
-            IDBasedContextRecall,
-            NonLLMContextPrecisionWithReference,
-            NonLLMContextRecall,
-        )
+        with _ragas_imports():
+            from ragas import SingleTurnSample
+            from ragas.metrics import (
+                IDBasedContextPrecision,
+                IDBasedContextRecall,
+                NonLLMContextPrecisionWithReference,
+                NonLLMContextRecall,
+            )
     except Exception as exc:  # pragma: no cover - ragas is a dependency, but keep eval usable without it
         log.warning("ragas metrics skipped: %s", exc)
         return {}
