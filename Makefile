@@ -12,7 +12,7 @@ export MLFLOW_DISABLE_TELEMETRY ?= true
 export RAGAS_DO_NOT_TRACK ?= true
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install run test test-fast bench baseline clean
+.PHONY: install run test test-fast quality bench baseline clean
 
 install: $(STAMP)
 
@@ -41,6 +41,14 @@ test: install
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow"
+
+# The development suite (docs/quality.md): the default config over the sample, SRD 5.1, pydantic-docs and SciFact
+# test (the last three from ../shared), one table per corpus and kind, against the figures before issue 22. Builds
+# each corpus's index on first use (SciFact ~5 min), then a few minutes. QUALITY_ARGS="--label NAME --set k=v"
+# runs an experiment instead (benchmarks/results/quality-NAME.json; docs/experiments.md logs them).
+QUALITY_ARGS ?=
+quality: install
+	$(PY) benchmarks/quality.py --compare benchmarks/results/quality-before.json $(QUALITY_ARGS)
 
 # Every benchmark of docs/results.md, then benchmarks/results/README.md (tables, goals, plots). Needs ../shared
 # (SciFact, SRD). About an hour on 2 cores the first time (SciFact: a cold ingest and two raw encodes,
