@@ -157,16 +157,27 @@ def synthetic_queries(n: int, count: int) -> tuple[list[str], np.ndarray]:
 
 
 # ---- measuring -----------------------------------------------------------------------------------------
+def one(retriever: Any, q: str, qvec: np.ndarray | None) -> Any:
+    """One query through the pipeline (a batch of one, no cache, no hops); a synthetic index's query vector is
+    handed in through the candidate memo, as a precomputed vector would be."""
+    from ragrig.retrieval.search.memo import CandidateMemo
+
+    memo = CandidateMemo()
+    if qvec is not None:
+        memo.vectors[retriever.processor_for(retriever.cfg.retrieval).process(q).text] = qvec
+    return retriever.search_many([q], max_hops=[0], memo=memo)[0]
+
+
 def measure(retriever: Any, texts: list[str], qvecs: np.ndarray | None) -> dict[str, dict[str, float]]:
     """Per-stage p50/p95 of single-query search; the embed stage is the real model on the query text."""
     per: dict[str, list[float]] = {s: [] for s in STAGES}
     for i, q in enumerate(texts[:10]):  # warm-up
-        retriever.search(q, use_cache=False, max_hops=0, qvec=None if qvecs is None else qvecs[i])
+        one(retriever, q, None if qvecs is None else qvecs[i])
     for i, q in enumerate(texts):
         t0 = time.perf_counter()
         retriever.embedder.encode_queries([q])
         embed = (time.perf_counter() - t0) * 1000
-        res = retriever.search(q, use_cache=False, max_hops=0, qvec=None if qvecs is None else qvecs[i])
+        res = one(retriever, q, None if qvecs is None else qvecs[i])
         t = res.timings_ms
         no_embed = t["total"] - t.get("embed", 0.0)
         t = {**t, "embed": embed, "hybrid_no_embed": no_embed, "total": no_embed + embed}
@@ -178,7 +189,7 @@ def measure(retriever: Any, texts: list[str], qvecs: np.ndarray | None) -> dict[
 def rank_bm25_latency(retriever: Any, texts: list[str], k: int) -> dict[str, float]:
     from rank_bm25 import BM25Okapi
 
-    tok = retriever.bm25.tokenizer
+    tok = retriever.sources.bm25_index.tokenizer
     t0 = time.perf_counter()
     okapi = BM25Okapi([tok(c.search_text) for c in retriever.chunks], k1=retriever.cfg.index.bm25.k1,
                       b=retriever.cfg.index.bm25.b)

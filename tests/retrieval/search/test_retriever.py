@@ -377,6 +377,23 @@ def test_lean_results_build_the_first_hits_and_rank_everything(indexed):
     assert any(len(a.hits) > 2 for a in full)
 
 
+
+def test_lean_one_hop_results_rank_like_full_ones(indexed):
+    """With one hop, ``hits=n`` builds Hits for the context window only; the ranking after the hop (hop chunks
+    in the window, displaced and deeper hop-0 chunks after them, a promoted chunk once) and the hop hits' scores
+    are those of the full build."""
+    cfg, r = indexed
+    rc = cfg.retrieval.model_copy(update={"max_hops": 1, "top_k": 3})
+    queries = QUERIES + ["what does Lethal x+ do when I shoot", "can I Fall Back after a Dash?",
+                         "does Balanced work with Accurate x and Piercing x when I Charge", "Smoke Step or Shield Wall?"]
+    full = r.search_many(queries, top_k=12, retrieval=rc)
+    lean = r.search_many(queries, top_k=12, retrieval=rc, hits=3)
+    for a, b in zip(full, lean):
+        assert [c.chunk_id for c in b.ranked] == [c.chunk_id for c in a.ranked] == [h.chunk_id for h in a.hits]
+        assert [h.to_dict() for h in b.hits] == [h.to_dict() for h in a.hits[:3]]  # hop hits' scores included
+    assert any(h.hop for a in lean for h in a.hits)  # a hop fetched something: the case this test is about
+
+
 def test_a_duplicate_is_dropped_and_the_next_chunk_moves_up(indexed):
     cfg, r = indexed
     rc = cfg.retrieval.model_copy(update={"max_hops": 0})
