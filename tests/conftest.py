@@ -135,3 +135,26 @@ def drop_added_settings():
         resolved.pop("serve")
         return resolved
     return drop
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """Import a script under benchmarks/ by file name (``load_benchmark("report")``): the tests of a benchmark's
+    logic. Registered in sys.modules while loaded (dataclasses resolve string annotations through it)."""
+    import importlib.util
+    import sys
+
+    loaded: list[str] = []
+
+    def load(name: str) -> Any:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        loaded.append(spec.name)
+        return mod
+
+    yield load
+    for name in loaded:
+        sys.modules.pop(name, None)

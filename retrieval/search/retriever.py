@@ -9,7 +9,7 @@ break ties by (-score, chunk id). Explainable: each hit carries its rank and sco
 result its normalised and expanded query, per-source candidate counts and per-stage timings.
 
 The stages themselves are functions in sources/candidates/fusion/select/shaping; this module is the facade plus
-the batch's orchestration (memo keys, timings, Hits). Why it is ~410 lines and not split further: every method
+the batch's orchestration (memo keys, timings, Hits). Why it is ~430 lines and not split further: every method
 left reads the index the facade holds (chunks, rows, sources, order, dedup keys) and the batch's memo; moving
 them out would pass that state around again as the plumbing arguments the rebuild removed.
 """

@@ -3,25 +3,15 @@ the metrics themselves are eval.metrics, tested in tests/eval)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def gran():
-    spec = importlib.util.spec_from_file_location("bench_granularity", ROOT / "benchmarks" / "granularity_scifact.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+def gran(load_benchmark):
+    return load_benchmark("granularity_scifact")
 
 
 def test_sentences_split_at_ends_followed_by_a_capital_digit_or_bracket(gran):

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 MACHINE = {"cpu": "Test CPU", "cores": 2, "ram_gib": 8.0, "python": "3.11", "torch": "2.0", "platform": "test"}
 
 
 @pytest.fixture(scope="module")
-def report():
-    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benchmarks" / "report.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+def report(load_benchmark):
+    return load_benchmark("report")
 
 
 def _ingest(corpus: str, full: float, encode: float, again: float) -> dict:

@@ -5,25 +5,15 @@ docs/reliability.md has its counts)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def soak():
-    spec = importlib.util.spec_from_file_location("bench_reader_soak", ROOT / "benchmarks" / "reader_soak.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+def soak(load_benchmark):
+    return load_benchmark("reader_soak")
 
 
 def test_readers_in_other_processes_never_fail_or_mix_versions_while_ingests_publish_and_prune(soak, tmp_path):
