@@ -220,8 +220,7 @@ class Retriever:
             # may place hop hits past the window, after every hop-0 hit, so they get the whole list
             n = (len(rows) if shaped[q] or hops[q] > 1 or n_hits is None
                  else min(max(n_hits, r.top_k) if hops[q] == 1 else n_hits, len(rows)))
-            hit_list = [self._hit(row, score, cs, e - first if 0 <= e - first < len(cs) else self._local(cs, row),
-                                  None if relevance is None else float(relevance[e]))
+            hit_list = [self._hit(row, score, cs, e - first, None if relevance is None else float(relevance[e]))
                         for row, score, e in entries[:n]]
             if shaped[q]:
                 hit_list = self._shape(hit_list, pins.get(q, []), cs, r, k)
@@ -328,10 +327,10 @@ class Retriever:
             {key[0]: memo.runs[key] for key in sk}, self.order, self.dedup)) for sk in set_keys]
         return memo.get(memo.batches, tuple(set_keys), lambda: CandidateBatch.of(sets))
 
-    def _hit(self, row: int, score: float, cs: CandidateSet, i: int | None, relevance: float | None = None,
-             reason: str = "") -> Hit:
+    def _hit(self, row: int, score: float, cs: CandidateSet, i: int | None, relevance: float | None = None) -> Hit:
+        """Row ``row`` as a Hit; ``i``: its place among ``cs``'s candidates (per-source ranks), None if not one."""
         srcs = {} if i is None else {s: SourceScore(rank, sc) for s, (rank, sc) in cs.sources_of(i).items()}
-        return Hit.from_chunk(self.chunks[row], score, srcs, reason=reason, relevance=relevance)
+        return Hit.from_chunk(self.chunks[row], score, srcs, relevance=relevance)
 
     def _relevance(self, batch: CandidateBatch, processed: list[ProcessedQuery], memo: CandidateMemo) -> np.ndarray:
         """Each batch element's calibrated relevance: its query-chunk similarity (the vector source's score where
