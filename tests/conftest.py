@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +162,51 @@ def load_benchmark():
     yield load
     for name in loaded:
         sys.modules.pop(name, None)
+
+
+class LLMStub:
+    """A loopback OpenAI-compatible endpoint's script: each entry is (status, body, or None to hang past the
+    client timeout); it records each request's JSON and headers."""
+
+    def reply(self, content: str) -> None:
+        """Script one successful chat completion whose message is ``content``."""
+        self.script.append((200, {"choices": [{"message": {"role": "assistant", "content": content}}]}))
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, object]] = []
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+
+
+@pytest.fixture
+def llm_stub() -> Iterator[tuple[LLMStub, str]]:
+    """(script and records, base URL) of a stub chat-completions server on 127.0.0.1, stopped after the test."""
+    state = LLMStub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output quiet
+            pass
+
+        def do_POST(self):  # noqa: N802
+            n = int(self.headers.get("Content-Length", 0))
+            state.requests.append(json.loads(self.rfile.read(n)))
+            state.headers.append(dict(self.headers))
+            status, body = state.script.pop(0) if state.script else (500, {"error": "no script"})
+            if body is None:
+                time.sleep(1.0)
+                return
+            payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -5,9 +5,6 @@ loopback stub of the OpenAI-compatible endpoint."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -108,41 +105,15 @@ def test_written_drafts_resolve_and_evaluation_skips_them(version, tmp_path):
 
 
 # ---- --llm against a loopback stub --------------------------------------------------------------------------
-@pytest.fixture
-def stub() -> Iterator[tuple[list[dict], list, str]]:
-    requests: list[dict] = []
-    replies: list = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):  # noqa: N802
-            requests.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
-            content = replies.pop(0) if replies else "no script"
-            payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield requests, replies, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
-def test_llm_rewrites_each_draft_through_the_judge_endpoint(version, stub):
-    requests, replies, url = stub
+def test_llm_rewrites_each_draft_through_the_judge_endpoint(version, llm_stub):
+    state, url = llm_stub
+    requests = state.requests
     cfg = JudgeConfig(kind="llm", base_url=url, model="stub-model", timeout_s=5, retries=0)
     ts = draft_testset(version, kinds=["comparison", "multi-hop"])
-    replies += [json.dumps({"query": "lethal or balanced - which is better for my guns?"}),
-                json.dumps({"query": "  my marksman has lethal 5+, what does that do?  "})]
+    state.reply(json.dumps({"query": "lethal or balanced - which is better for my guns?"}))
+    state.reply(json.dumps({"query": "  my marksman has lethal 5+, what does that do?  "}))
     out = rephrase_drafts(ts, cfg)
     assert [c.query for c in out.cases] == ["lethal or balanced - which is better for my guns?",
                                             "my marksman has lethal 5+, what does that do?"]
@@ -151,9 +122,9 @@ def test_llm_rewrites_each_draft_through_the_judge_endpoint(version, stub):
     assert len(requests) == 2 and requests[0]["model"] == "stub-model" and requests[0]["temperature"] == 0
     assert requests[0]["response_format"]["json_schema"]["name"] == "draft_query"
     assert "Lethal x+; Balanced" in requests[0]["messages"][1]["content"]
-    replies.append("not json")
+    state.reply("not json")
     with pytest.raises(RagrigError, match="draft rephrasing of case 'draft-comparison-lethal-x-vs-balanced'"):
         rephrase_drafts(draft_testset(version, kinds=["comparison"]), cfg)
-    replies.append(json.dumps({"query": " "}))
+    state.reply(json.dumps({"query": " "}))
     with pytest.raises(RagrigError, match="the reply has no query"):
         rephrase_drafts(draft_testset(version, kinds=["comparison"]), cfg)

@@ -4,10 +4,7 @@ OpenAI-compatible stub server on loopback (good JSON, bad JSON, timeout, HTTP 50
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from ragrig.configs.errors import RagrigError
@@ -133,46 +130,10 @@ def test_place_fills_the_end_of_the_window_and_moves_deeper_duplicates_up():
 
 
 # ---- the LLM judge against a stub server on loopback ------------------------------------------
-class Stub:
-    """Scripted replies: each entry is (status, body or None for 'hang past the client timeout')."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, object]] = []
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-
-
 @pytest.fixture
-def stub() -> Iterator[tuple[Stub, str]]:
-    state = Stub()
+def stub(llm_stub):
+    return llm_stub
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep test output quiet
-            pass
-
-        def do_POST(self):  # noqa: N802
-            n = int(self.headers.get("Content-Length", 0))
-            state.requests.append(json.loads(self.rfile.read(n)))
-            state.headers.append(dict(self.headers))
-            status, body = state.script.pop(0) if state.script else (500, {"error": "no script"})
-            if body is None:
-                time.sleep(1.0)
-                return
-            payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def reply(content: object) -> dict:
