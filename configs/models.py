@@ -115,10 +115,30 @@ class ChromaConfig(Strict):
     port: int = Field(8000, ge=1, le=65535)
 
 
+class HnswConfig(Strict):
+    """The approximate index ragrig builds itself (usearch, one build thread, rows in order: the same vectors
+    give the same graph and the same answers in every process)."""
+
+    connectivity: int = Field(16, ge=4, le=128)
+    expansion_add: int = Field(128, ge=8, le=4096)
+    expansion_search: int = Field(128, ge=8, le=4096)
+
+
+class VectorSearchConfig(Strict):
+    """Which search answers vector queries. ``auto``: exact up to ``exact_max_chunks`` chunks, the seeded HNSW
+    above (docs/determinism.md has the measurements behind the threshold); ``chroma``: Chroma's own HNSW, whose
+    build is not deterministic (answers vary from one build to the next)."""
+
+    mode: Literal["auto", "exact", "hnsw", "chroma"] = "auto"
+    exact_max_chunks: int = Field(50_000, ge=0)
+    hnsw: HnswConfig = Field(default_factory=HnswConfig)
+
+
 class IndexConfig(Strict):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,60}$")
     keep_versions: int = Field(3, ge=1, le=100)
     chroma: ChromaConfig = Field(default_factory=ChromaConfig)
+    vector_search: VectorSearchConfig = Field(default_factory=VectorSearchConfig)
     bm25: Bm25Config = Field(default_factory=Bm25Config)
 
 

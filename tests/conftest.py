@@ -122,7 +122,11 @@ def make_report():
 
 # Settings added to the config model after tests/fixtures/index-v1 was written, with their defaults: a config
 # resolved today shows them; everything else must read back exactly as the fixture wrote it.
-ADDED_SINCE_INDEX_V1 = {("embedding", "backend"): "auto", ("chunking", "title_path"): False}
+ADDED_SINCE_INDEX_V1 = {
+    ("embedding", "backend"): "auto", ("chunking", "title_path"): False,
+    ("index", "vector_search"): {"mode": "auto", "exact_max_chunks": 50_000,
+                                 "hnsw": {"connectivity": 16, "expansion_add": 128, "expansion_search": 128}},
+}
 
 
 @pytest.fixture

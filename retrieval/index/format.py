@@ -6,6 +6,9 @@
         chunks.jsonl      one Chunk per line (``Chunk.to_dict``), in corpus order: the row order of BM25 too
         bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``)
         keywords.json     the keyword library (``retrieval.keywords``)
+        vectors.npy       one unit float32 vector per chunk, in chunks.jsonl's order (``index/vectors.py``)
+        vectors.hnsw      the seeded HNSW graph over them (``index/hnsw.py``), when the version is searched
+                          approximately; the manifest's ``vectors.hnsw`` holds the parameters it was built with
         config.yaml       the resolved config that built the version
         manifest.json     written last: a folder without it is not a version; ``files`` holds the sha256 of
                           every other file (versions written before it existed are checked by counts and ids)
@@ -33,6 +36,8 @@ CHUNKS = "chunks.jsonl"
 KEYWORDS = "keywords.json"
 BM25_DIR = "bm25"
 CONFIG = "config.yaml"
+VECTORS = "vectors.npy"
+HNSW_GRAPH = "vectors.hnsw"
 
 
 # ---- Chroma collections ------------------------------------------------------
@@ -176,10 +181,11 @@ def new_manifest(
     chunks: list[Chunk],
     corpus_file: dict[str, Any] | None = None,
     files: dict[str, str] | None = None,
+    hnsw: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a version built from ``cfg``. ``corpus_file`` (BEIR): the corpus file's hash and
     extractor, and what failed in it, so an unchanged file is recognised without parsing it. ``files``: the
-    version's ``file_hashes``."""
+    version's ``file_hashes``. ``hnsw``: the parameters of the graph file written beside the vectors, if any."""
     manifest: dict[str, Any] = {
         "version": version,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -192,6 +198,7 @@ def new_manifest(
         "counts": {"documents": len(docs), "chunks": len(chunks)},
         "chunk_ids_sha256": chunk_ids_hash(c.chunk_id for c in chunks),
         "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
+        "vectors": {"file": VECTORS, "dtype": "float32", "hnsw": hnsw},
     }
     if corpus_file is not None:
         manifest["corpus_file"] = corpus_file

@@ -9,18 +9,24 @@ checks the version against its manifest (``verify.py``) before serving it. Anyth
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from ragrig.configs.errors import IndexDamagedError, IndexNotFoundError
-from ragrig.configs.models import RagrigConfig
+from ragrig.configs.models import HnswConfig, RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index.format import BM25_DIR, read_chunks, read_documents, read_keywords
+from ragrig.retrieval.index import hnsw
+from ragrig.retrieval.index.format import BM25_DIR, VECTORS, read_chunks, read_documents, read_keywords
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
+from ragrig.retrieval.index.vectors import graph_path, read_vectors
 from ragrig.retrieval.index.verify import check_collection, load_manifest, verify_version
+
+log = logging.getLogger(__name__)
 
 REBUILD = "run `ragrig ingest` to rebuild it"
 OPEN_TRIES = 20  # CURRENT moving on while a reader opens it (each publish + prune): read it again
@@ -113,6 +119,37 @@ class IndexVersion:
         if not isinstance(library, dict) or not isinstance(library.get("terms", []), list):
             raise self.damaged("keywords.json is not a keyword library (no 'terms' list)")
         return library
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the version stores its vectors (versions written before they did are searched by Chroma)."""
+        return isinstance(self.manifest.get("vectors"), dict)
+
+    @cached_property
+    def vectors(self) -> np.ndarray:
+        """The version's unit vectors, one row per chunk (memory-mapped, read-only)."""
+        try:
+            vecs = read_vectors(self.dir)
+        except (OSError, ValueError) as exc:
+            raise self.damaged(f"{VECTORS} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        want = (self.manifest["counts"]["chunks"], int(self.manifest["embedding"]["dim"]))
+        if vecs.dtype != np.float32 or vecs.ndim != 2 or (vecs.shape != want and want[0] > 0):
+            raise self.damaged(f"{VECTORS} holds {vecs.dtype} {vecs.shape}, the manifest float32 {want}")
+        return vecs
+
+    def hnsw_graph(self, cfg: HnswConfig) -> Any:
+        """The seeded HNSW graph over ``vectors``: the file ingest wrote when it was built with these parameters,
+        else built now in memory (deterministic either way; ``index/hnsw.py``)."""
+        built_with = (self.manifest.get("vectors") or {}).get("hnsw")
+        path = graph_path(self.dir)
+        if built_with == hnsw.params(cfg) and path.is_file():
+            try:
+                return hnsw.load(path)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise self.damaged(f"{path.name} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        log.info("index %s@%s: building its HNSW graph in memory (%d vectors)", self.layout.key, self.version,
+                 len(self.vectors))
+        return hnsw.build(np.asarray(self.vectors), cfg)
 
     @property
     def bm25_dir(self) -> Path:

@@ -2,8 +2,8 @@
 BM25, keyword library, Chroma collection, config, manifest last, with every other file's sha256) and move it
 into place, not yet published. A build that fails leaves no staging folder or collection behind.
 
-``mark(point)`` is called between the parts ("index:tables", "index:bm25", "index:chroma"): the crash
-tests kill the process there and check that no broken version is ever published.
+``mark(point)`` is called between the parts ("index:tables", "index:bm25", "index:vectors", "index:chroma"): the
+crash tests kill the process there and check that no broken version is ever published.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index import chroma, publish
+from ragrig.retrieval.index import chroma, hnsw, publish
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.format import (
     BM25_DIR,
@@ -30,6 +30,7 @@ from ragrig.retrieval.index.format import (
     write_tables,
 )
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.vectors import graph_path, search_kind, unit_rows, write_vectors
 from ragrig.retrieval.ingest.keyword_mining import build_library
 from ragrig.retrieval.markdown import parse_headers
 
@@ -73,6 +74,13 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     titles = [h.title for d in docs for h in parse_headers(d.markdown)]
     write_keywords(staged, build_library(titles, [c.text for c in chunks]))
     mark("index:bm25")
+    unit = unit_rows(vectors) if chunks else np.zeros((0, dim), dtype=np.float32)
+    write_vectors(staged, unit)
+    graph = None
+    if search_kind(cfg.index.vector_search, len(chunks)) == "hnsw":
+        graph = hnsw.params(cfg.index.vector_search.hnsw)
+        hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), graph_path(staged))
+    mark("index:vectors")
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
     col = chroma.create_collection(client, collection_name(layout.key, version), dim)
     if chunks:
@@ -80,5 +88,6 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     mark("index:chroma")
     write_config(staged, cfg)
     manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind, model_id=model_id,
-                            dim=dim, docs=docs, chunks=chunks, corpus_file=corpus_file, files=file_hashes(staged))
+                            dim=dim, docs=docs, chunks=chunks, corpus_file=corpus_file, files=file_hashes(staged),
+                            hnsw=graph)
     write_manifest(staged, manifest)

@@ -23,9 +23,11 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
-from ragrig.retrieval.index import publish
+from ragrig.retrieval.index import hnsw, publish
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.format import read_manifest
+from ragrig.retrieval.index.vectors import search_kind
 from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version
@@ -102,8 +104,28 @@ class IngestPipeline:
                 self._repair(current, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
                                                                  if len(problems) > 3 else ""))
                 return None
+            outdated = self._outdated(current)
+            if outdated:
+                self.stats.warnings.append(f"published version {current} {outdated}: writing a new version "
+                                           "(unchanged chunks come from the embedding cache)")
+                log.warning("index %s: %s %s; writing a new version", self.layout.key, current, outdated)
+                return None
             self._kept = None if self.force else current
             return self._kept
+
+    def _outdated(self, version: str) -> str | None:
+        """Why a whole published version cannot serve this config as it should: written before versions stored
+        their vectors (so only Chroma's build-dependent search could answer), or without the HNSW graph this
+        config's vector search needs (readers would rebuild it on every open)."""
+        manifest = read_manifest(self.layout.version_dir(version))
+        stored = manifest.get("vectors")
+        if not isinstance(stored, dict):
+            return "was written before versions stored their vectors (its vector search would vary by build)"
+        vs = self.cfg.index.vector_search
+        if (search_kind(vs, manifest["counts"]["chunks"]) == "hnsw"
+                and stored.get("hnsw") != hnsw.params(vs.hnsw)):
+            return "has no HNSW graph built with this config's parameters"
+        return None
 
     def _repair(self, version: str, problem: str) -> None:
         self.stats.repaired = version

@@ -46,6 +46,7 @@ from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_s
 from ragrig.retrieval.search.select import dedup_key, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
+from ragrig.retrieval.search.vector_search import open_vector_search
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,8 @@ class Retriever:
             raise self.version.damaged(f"bm25/ is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
         if bm25.size != len(self.chunks):
             raise self.version.damaged(f"BM25 has {bm25.size} documents, the chunks table {len(self.chunks)}")
-        self.sources = Sources(self.chunks, self._rows, bm25, self.version.collection(), self.headers)
+        self.sources = Sources(self.chunks, self._rows, bm25,
+                               open_vector_search(cfg.index.vector_search, self.version, self.order.rank), self.headers)
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             _ = self.embedder.model  # load now, so query timings measure queries, not model loading
         self._processors: dict[tuple[Any, ...], QueryProcessor] = {}
@@ -80,6 +82,12 @@ class Retriever:
         self.cache: QueryCache[RetrievalResult] = QueryCache(cfg.retrieval.cache_size, cfg.retrieval.cache_ttl_s)
         self._masks: dict[Filters, np.ndarray] = {}
         self.load_ms = self._warm()
+
+    @property
+    def vector_search(self) -> str:
+        """What answers vector queries: ``exact``, ``hnsw`` (approximate, deterministic) or ``chroma``
+        (approximate, varies between builds); every report records it."""
+        return self.sources.vector_search.kind
 
     # ---- per index version, made once -------------------------------------------------------------------
     @cached_property
@@ -119,7 +127,8 @@ class Retriever:
         return [x for x in self._by_doc[c.doc_id] if x.level >= c.level and x.header_path[:n] == c.header_path]
 
     def _warm(self) -> float:
-        """Load what the first query would otherwise pay for (Chroma's HNSW segment, BM25 matrices)."""
+        """Load what the first query would otherwise pay for (the vectors' pages or Chroma's HNSW segment, BM25
+        matrices)."""
         t0 = time.perf_counter()
         if self.chunks and self.cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             dim = int(self.version.manifest["embedding"]["dim"])

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POINTS = [
     "before:discover", "after:discover", "before:plan", "after:plan", "before:extract", "after:extract",
     "before:chunk", "after:chunk", "before:embed", "after:embed", "before:index", "index:tables", "index:bm25",
-    "index:chroma", "after:index", "before:publish", "after:publish",
+    "index:vectors", "index:chroma", "after:index", "before:publish", "after:publish",
 ]
 CHILD = """
 import os, signal, sys

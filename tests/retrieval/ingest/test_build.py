@@ -41,12 +41,15 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     marks: list[str] = []
     version = build(cfg, docs, chunks, vectors, mark=marks.append)
     layout = Layout(cfg)
-    assert version == "v000001" and marks == ["index:tables", "index:bm25", "index:chroma"]
+    assert version == "v000001" and marks == ["index:tables", "index:bm25", "index:vectors", "index:chroma"]
     assert layout.published_versions() == ["v000001"] and layout.leftovers() == []
     assert layout.current_version() is None  # built, not published
     new, old = layout.version_dir(version), LEGACY / "v000001"
     files = sorted(str(p.relative_to(old)) for p in old.rglob("*") if p.is_file())
-    assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == files
+    # new since the fixture: the version's own unit vectors, row for row the chunks table's
+    assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == sorted(files + ["vectors.npy"])
+    stored = np.load(new / "vectors.npy")
+    assert stored.dtype == np.float32 and np.allclose(stored, vectors / np.linalg.norm(vectors, axis=1)[:, None])
     for name in files:
         if name == "config.yaml":  # the resolved config: a setting added since the fixture shows its default
             got, want = yaml.safe_load((new / name).read_text()), yaml.safe_load((old / name).read_text())
@@ -63,8 +66,9 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     before, after = read_manifest(old), read_manifest(new)
     assert before.pop("created") and after.pop("created")
     hashes = after.pop("files")  # new since the fixture: every other file's sha256, what ingest and readers check
-    assert sorted(hashes) == [f for f in files if f != MANIFEST]
+    assert sorted(hashes) == sorted([f for f in files if f != MANIFEST] + ["vectors.npy"])
     assert all(hashlib.sha256((new / f).read_bytes()).hexdigest() == h for f, h in hashes.items())
+    assert after.pop("vectors") == {"file": "vectors.npy", "dtype": "float32", "hnsw": None}
     assert after == before
 
     v = IndexVersion(cfg, layout, version)

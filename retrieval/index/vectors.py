@@ -1,0 +1,47 @@
+"""A version's own vectors: ``vectors.npy``, one unit-length float32 row per chunk in the chunks table's order,
+and which search answers over them (``search_kind``).
+
+Every vector search here is cosine, so rows are stored unit-length (zero rows stay zero). float32, not
+float16: numpy has no BLAS kernel for float16 products, so a float16 file would be converted on every load
+(measured in benchmarks/vector_search.py: the same rankings, half the disk, slower to open).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from ragrig.configs.models import VectorSearchConfig
+from ragrig.retrieval.index.format import HNSW_GRAPH, VECTORS
+
+
+def unit_rows(vecs: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), float32."""
+    vecs = np.asarray(vecs, dtype=np.float32)
+    if vecs.ndim != 2 or not vecs.size:
+        return vecs.reshape(len(vecs), -1) if vecs.ndim else vecs
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
+
+
+def write_vectors(version_dir: Path, vectors: np.ndarray) -> None:
+    np.save(version_dir / VECTORS, np.ascontiguousarray(unit_rows(vectors), dtype=np.float32))
+
+
+def read_vectors(version_dir: Path) -> np.ndarray:
+    """The version's vectors, memory-mapped read-only (readers of one version share the pages)."""
+    return np.load(version_dir / VECTORS, mmap_mode="r")
+
+
+def search_kind(cfg: VectorSearchConfig, n_chunks: int, has_vectors: bool = True) -> str:
+    """``exact``, ``hnsw`` or ``chroma``: what answers vector queries over a version of ``n_chunks`` chunks.
+    A version without stored vectors (written before they were) can only be searched through Chroma."""
+    if not has_vectors or cfg.mode == "chroma":
+        return "chroma"
+    if cfg.mode == "auto":
+        return "exact" if n_chunks <= cfg.exact_max_chunks else "hnsw"
+    return cfg.mode
+
+
+def graph_path(version_dir: Path) -> Path:
+    return version_dir / HNSW_GRAPH
