@@ -180,6 +180,7 @@ def _evaluate(
         index_key=retriever.version.layout.key,
         index_version=retriever.version.version,
         model_id=retriever.version.model_id,
+        vector_search=retriever.vector_search,
         k_values=ks,
         overall=overall,
         per_tag=per_tag,

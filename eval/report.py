@@ -42,6 +42,7 @@ class EvalReport:
     mlflow_run_id: str | None = None  # set once the report is logged (after report.json is written)
     hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # scope (overall, tag) -> hop -> gain
     testset_check: dict[str, Any] | None = None  # eval.lifecycle.check.CheckReport.to_dict(), when one ran
+    vector_search: str = "exact"  # what answered vector queries (retrieval/search/vector_search.py)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -49,7 +50,8 @@ class EvalReport:
             "testset": self.testset,
             "testset_path": self.testset_path,
             "testset_sha256": self.testset_sha256,
-            "index": {"key": self.index_key, "version": self.index_version, "model_id": self.model_id},
+            "index": {"key": self.index_key, "version": self.index_version, "model_id": self.model_id,
+                      "vector_search": self.vector_search},
             "k_values": self.k_values,
             "overall": self.overall,
             "per_tag": self.per_tag,
