@@ -55,9 +55,38 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # hop -> {baseline, candidate}
     hop_changes: list[dict[str, Any]] = field(default_factory=list)
+    search: dict[str, str] = field(default_factory=dict)  # run -> the vector search that answered it
+    search_note: str = ""  # what that means for the differences (``search_note``)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+NOISE = ("Chroma's HNSW seeds its graph randomly: rebuilding the same index moved nDCG@10 by up to ~0.01 on SRD 5.1 "
+         "(docs/determinism.md), so differences of that size may be noise")
+
+
+def vector_search_of(run: dict[str, Any]) -> str:
+    """What answered a run's vector queries (``unknown``: written before reports recorded it)."""
+    return str((run.get("index") or {}).get("vector_search") or "unknown")
+
+
+def search_note(base: str, cand: str) -> str:
+    """One line for every comparison: which vector search answered each run, and whether a difference between
+    them can be approximate-search noise."""
+    both = base if base == cand else f"{base} (baseline) and {cand} (candidate)"
+    if base == cand == "exact":
+        return "vector search: exact in both runs (deterministic: every difference comes from the change itself)"
+    if "chroma" in (base, cand):
+        return f"vector search: {both}. {NOISE}"
+    if "unknown" in (base, cand):
+        return (f"vector search: {both}: a run written before reports recorded its search may have used Chroma's "
+                "HNSW, whose answers vary between builds; re-run it to compare exactly")
+    if base != cand:
+        return (f"vector search: {both}: the two runs searched differently, so part of any difference comes from "
+                "the approximate search (seeded HNSW, the same answers for the same index)")
+    return ("vector search: hnsw in both runs (seeded, one build thread: the same index gives the same answers; "
+            "a changed index may find other neighbours, within its recall)")
 
 
 def first_relevant_rank(row: dict[str, Any]) -> int | None:
@@ -108,8 +137,9 @@ def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...]
     gains_b = cand.get("hop_gains", {}).get("overall", {})
     gains = {h: {"baseline": gains_a.get(h, 0.0), "candidate": gains_b.get(h, 0.0)}
              for h in sorted(set(gains_a) | set(gains_b), key=int)}
+    kinds = {"baseline": vector_search_of(base), "candidate": vector_search_of(cand)}
     return Comparison(base_name, cand_name, str(base.get("testset", "")), len(ids), k, out, flips, warnings,
-                      gains, hop_changes(a_rows, b_rows, ids))
+                      gains, hop_changes(a_rows, b_rows, ids), kinds, search_note(*kinds.values()))
 
 
 # ---- loading runs ----------------------------------------------------------------------------------
@@ -163,7 +193,7 @@ def format_p(v: float) -> str:
 
 
 def to_markdown(c: Comparison) -> str:
-    lines = [f"### {c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", "",
+    lines = [f"### {c.candidate} vs {c.baseline} on {c.testset} ({c.n} queries)", "", f"{c.search_note}.", "",
              "| metric | baseline | candidate | Δ | p (perm) | p (t) | W / T / L |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for m in c.metrics:

@@ -95,6 +95,11 @@ class GateResult:
         return asdict(self)
 
     @property
+    def search_note(self) -> str:
+        """Which vector search answered each run, and whether a difference can be approximate-search noise."""
+        return str(self.comparison.get("search_note") or "vector search: not recorded")
+
+    @property
     def p_note(self) -> str:
         """What the p-values are, for every output."""
         if self.correction == "holm" and self.tests > 1:
@@ -259,7 +264,7 @@ def to_markdown(results: list[GateResult]) -> str:
     for r in results:
         holm_col = r.correction == "holm"
         p_head = "| p (Holm) | p raw " if holm_col else "| p "
-        lines += [f"### {r.testset}: {icon[r.verdict]}", "", r.p_note + ".", "",
+        lines += [f"### {r.testset}: {icon[r.verdict]}", "", r.p_note + ".", "", r.search_note + ".", "",
                   f"| check | n | baseline | candidate | Δ {p_head}| verdict | reason |",
                   "|---|---:|---:|---:|---:|---:|" + ("---:|" if holm_col else "") + "---|---|"]
         coverage = "; ".join(c.reason for c in r.checks if c.name.startswith("coverage"))
@@ -290,6 +295,9 @@ def to_junit(results: list[GateResult]) -> str:
         cases = list(r.checks)
         suite = ET.SubElement(suites, "testsuite", name=f"retrieval.{r.testset}", tests=str(len(cases)),
                               failures=str(sum(c.verdict == BLOCK for c in cases)), errors="0", skipped="0")
+        props = ET.SubElement(suite, "properties")  # the schema wants them before the test cases
+        for who, kind in r.comparison.get("search", {}).items():
+            ET.SubElement(props, "property", name=f"vector_search.{who}", value=kind)
         for c in cases:
             tc = ET.SubElement(suite, "testcase", classname=f"retrieval.{r.testset}", name=c.name)
             if c.verdict == BLOCK:
@@ -303,7 +311,7 @@ def to_junit(results: list[GateResult]) -> str:
                 out.text = (f"p (Holm, {r.tests} tests)={c.p:.6f} p raw={c.p_raw:.6f} n={c.n}"
                             if r.correction == "holm" else f"p={c.p:.6f} n={c.n}")
         note = ET.SubElement(suite, "system-out")
-        note.text = r.p_note
+        note.text = f"{r.p_note}\n{r.search_note}"
         total += len(cases)
         fails += sum(c.verdict == BLOCK for c in cases)
     suites.set("tests", str(total))

@@ -19,6 +19,8 @@ def print_comparison(c: Comparison) -> None:
         t.add_row(m.metric, f"{m.baseline:.4f}", f"{m.candidate:.4f}", delta, format_p(m.p_permutation),
                   format_p(m.p_ttest), f"{m.wins}/{m.ties}/{m.losses}")
     console.print(t)
+    if c.search_note:
+        print(c.search_note)
     if c.flips:
         print(f"flipped queries (relevant chunk in the top {c.k}):")
         for f in c.flips:

@@ -29,6 +29,7 @@ def print_gate(results: list[GateResult]) -> None:
                       f"[{STYLE[c.verdict]}]{c.verdict}[/{STYLE[c.verdict]}]")
         console.print(t)
         print(f"  {r.p_note}")
+        print(f"  {r.search_note}")
         for c in r.checks:
             if c.verdict != PASS:
                 print(f"  {c.verdict}: {c.name}: {c.reason}")
