@@ -14,11 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import sha256_text
 from ragrig.retrieval.index.format import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, chunk_ids_hash, iter_jsonl
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
+from ragrig.retrieval.index.vectors import read_vectors
 from ragrig.retrieval.index.verify import check_collection, check_files, load_manifest
 
 
@@ -89,6 +91,7 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
             vh.problems.append(f"BM25 index has {bm25.size} documents, the table {len(ids)} chunks")
     except Exception as exc:
         vh.problems.append(f"BM25 index unreadable: {type(exc).__name__}: {str(exc)[:120]}")
+    vh.problems += _check_vectors(vdir, manifest)
     store = check_collection(cfg, layout.chroma_dir, manifest)
     if any("holds" not in p for p in store):  # missing: nothing to compare (a count that differs: the ids say how)
         vh.problems += store
@@ -108,6 +111,22 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
             vh.problems.append(f"Chroma collection: {exc}")
     vh.problems = list(dict.fromkeys(vh.problems))
     return vh
+
+
+def _check_vectors(vdir: Path, manifest: dict[str, Any]) -> list[str]:
+    """The stored vectors (versions that have them): one finite unit row per chunk at the manifest's width."""
+    if not isinstance(manifest.get("vectors"), dict):
+        return []
+    try:
+        vecs = read_vectors(vdir)
+    except (OSError, ValueError) as exc:
+        return [f"vectors unreadable: {type(exc).__name__}: {str(exc)[:120]}"]
+    want = (manifest["counts"]["chunks"], manifest["embedding"]["dim"])
+    if vecs.shape != want and want[0] > 0:
+        return [f"vectors.npy holds {vecs.shape} vectors, the manifest {want}"]
+    norms = np.linalg.norm(np.asarray(vecs, dtype=np.float64), axis=1) if vecs.size else np.zeros(0)
+    bad = int(np.sum(~np.isfinite(norms) | (np.abs(norms - 1) > 1e-3)))
+    return [f"vectors.npy has {bad} rows that are not finite unit vectors"] if bad else []
 
 
 def _check_documents(vdir: Path, manifest: dict[str, Any]) -> list[str]:

@@ -65,3 +65,24 @@ def test_no_index_is_unhealthy(tmp_path, make_config, capsys):
     corpus.mkdir()
     assert main(["health", *sets(corpus)]) == 1
     assert "no published version" in capsys.readouterr().out
+
+
+def test_damaged_or_zeroed_vectors_are_found_and_refused(indexed):
+    """The version's own vectors: a zeroed row is named by health (besides the hash mismatch), and a reader
+    refuses the version rather than search it."""
+    import numpy as np
+    from ragrig.configs.errors import IndexDamagedError
+
+    cfg, _ = indexed
+    v = IndexVersion.current(cfg)
+    path = v.dir / "vectors.npy"
+    vecs = np.load(path)
+    assert vecs.shape == (3, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
+    vecs[1] = 0
+    np.save(path, vecs)
+    v.release()
+    problems = check_index(cfg).versions[0].problems
+    assert "vectors.npy has 1 rows that are not finite unit vectors" in problems
+    assert any("vectors.npy does not match the manifest" in p for p in problems)
+    with pytest.raises(IndexDamagedError, match="vectors.npy"):
+        IndexVersion.current(cfg)
