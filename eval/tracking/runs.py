@@ -125,6 +125,7 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
         "index.version": report.index_version,
         "index.key": report.index_key,
         "embedding.model_id": report.model_id,
+        "index.vector_search.used": report.vector_search,  # what answered (the config's mode may say auto)
         "testset.name": report.testset,
         "testset.sha256": report.testset_sha256 or "",
         "git.commit": git_commit(),

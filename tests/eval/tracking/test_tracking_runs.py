@@ -71,10 +71,11 @@ def test_nested_runs_hang_under_the_given_parent_or_the_active_run(cfg):
     client = MlflowClient()
     for run_id in (active, given):
         assert client.get_run(run_id).data.tags["mlflow.parentRunId"] == parent.info.run_id
-    # a child logs only its own params plus the provenance
-    assert set(client.get_run(given).data.params) == {"retrieval.fusion.rrf_k", "index.version", "index.key",
-                                                      "embedding.model_id", "testset.name", "testset.sha256",
-                                                      "git.commit"}
+    # a child logs only its own params plus the provenance, which says what answered its vector queries
+    params = client.get_run(given).data.params
+    assert set(params) == {"retrieval.fusion.rrf_k", "index.version", "index.key", "embedding.model_id",
+                           "index.vector_search.used", "testset.name", "testset.sha256", "git.commit"}
+    assert params["index.vector_search.used"] == report().vector_search == "exact"
 
 
 def test_a_run_whose_logging_fails_is_marked_failed_and_the_error_surfaces(cfg, monkeypatch):
