@@ -104,9 +104,7 @@ def main(argv: list[str]) -> int:
     ts = import_beir(args.testset or cfg.eval.testsets[0])
     r = Retriever(cfg)
     chunks = r.chunks
-    got = r.sources.collection.get(include=["embeddings"])
-    pos = {cid: i for i, cid in enumerate(got["ids"])}
-    chunk_vecs = np.asarray(got["embeddings"], dtype=np.float32)[[pos[c.chunk_id] for c in chunks]]
+    chunk_vecs = r.sources.vectors_of(np.arange(len(chunks)))  # the version's own (unit) vectors, row order
 
     sents: list[str] = []
     titled: list[str] = []

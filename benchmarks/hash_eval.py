@@ -1,11 +1,13 @@
 """Hash each per-query table of `ragrig eval --output-json` (metrics, top hits, misses): equal before and after
 a refactor means the same rankings. Usage: hash_eval.py REPORT.json [...]
 
-Issue 18's check that the core rebuild changed no result, per corpus (sample, SRD 5.1, SciFact), in each tree:
+Vector search is deterministic by default (docs/determinism.md), so two trees, two homes or two rebuilds compare
+with no harness:
 
-    python benchmarks/exact_ragrig.py .venv/bin/ragrig eval -c configs/srd.yaml --no-prefect \
-        --set mlflow.enabled=false --output-json srd.json
+    ragrig eval -c configs/srd.yaml --no-prefect --set mlflow.enabled=false --output-json srd.json
     python benchmarks/hash_eval.py srd.json      # metrics-hash: per-query metrics; full-hash: also the top hits
+
+(benchmarks/rebuild_gate.py computes the same two hashes for each of N rebuilds.)
 """
 import hashlib, json, sys
 
