@@ -9,8 +9,9 @@
 
 Every draft is ``draft: true`` with the ``reason`` it was made and fingerprinted expectations, each naming its
 section by a reference that resolves to it alone (``eval.references``: the header as written, attribute list
-kept, where its plain text names several); evaluation and the gate skip it until a person removes the mark. At most ``per_kind`` of each kind, spread evenly over the
-corpus (sections in document order), so a large corpus is sampled throughout rather than from its first file.
+kept, where its plain text names several); evaluation and the gate skip it until a person removes the mark.
+At most ``per_kind`` of each kind, spread evenly over the corpus (sections in document order), so a large
+corpus is sampled throughout rather than from its first file.
 """
 
 from __future__ import annotations
