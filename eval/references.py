@@ -142,7 +142,7 @@ def reference_key(doc_id: str, reference: str, res: Resolution | None = None) ->
 def name_section(markdown: str, start: int, written: str | None = None) -> str | None:
     """How to name the section whose header starts at ``start``: ``written`` when it names exactly that section,
     else its header-path suffix as long as ``written`` (or the nearest length) that names it alone, in plain
-    text or, where plain text is ambiguous, as written (attribute lists kept). None: nothing names it alone."""
+    text or, where no plain suffix is unambiguous, as written (attribute lists kept). None: nothing names it alone."""
     secs = _sections(markdown)
     mine = next((s for s in secs if s.start == start), None)
     if mine is None:
@@ -155,8 +155,10 @@ def name_section(markdown: str, start: int, written: str | None = None) -> str |
     if written and names(written):
         return written
     hint = min(len(mine.path), max(1, len(split_reference(written or ""))))
-    for n in [*range(hint, len(mine.path) + 1), *range(hint - 1, 0, -1)]:
-        for ref in (" > ".join(mine.path[-n:]), " > ".join(written_form(t) for t in (mine.written or mine.path)[-n:])):
-            if names(ref):
-                return ref
+    lengths = [*range(hint, len(mine.path) + 1), *range(hint - 1, 0, -1)]
+    as_written = tuple(written_form(t) for t in (mine.written or mine.path))
+    # plain text first at every length: anchors such as mkdocs' "_1" are renumbered when a header is added
+    for ref in [" > ".join(mine.path[-n:]) for n in lengths] + [" > ".join(as_written[-n:]) for n in lengths]:
+        if names(ref):
+            return ref
     return None
