@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 from ragrig.configs.errors import InputError
 from ragrig.eval.lifecycle.fingerprints import Evidence, EvidenceIndex, document_evidence, section_evidence
-from ragrig.eval.testset import Case, Expectation, TestSet
-from ragrig.retrieval.documents import Document
 from ragrig.eval.references import name_section as name_reference
 from ragrig.eval.references import one_line, problem, reference_key, resolve
+from ragrig.eval.testset import Case, Expectation, TestSet
+from ragrig.retrieval.documents import Document
 from ragrig.retrieval.markdown import Section
 
 OK, MOVED, CHANGED, GONE = "ok", "moved", "changed", "gone"

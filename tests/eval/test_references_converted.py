@@ -69,8 +69,8 @@ def converted(tmp_path_factory) -> dict[str, Document]:
 
 def span(md: str, first: str, until: str | None) -> tuple[int, int]:
     """From the line that starts with ``first`` to the line that starts with ``until`` (or the end)."""
-    start = re.search(rf"^{re.escape(first)}", md, re.M).start()
-    return start, (re.search(rf"^{re.escape(until)}", md, re.M).start() if until else len(md))
+    start = re.search(rf"^{re.escape(first)}", md, re.MULTILINE).start()
+    return start, (re.search(rf"^{re.escape(until)}", md, re.MULTILINE).start() if until else len(md))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
