@@ -3,7 +3,9 @@
 An expectation names a document and optionally a section (header text or a header-path
 suffix). It resolves to the span from that header to the next header of the same or a
 higher level, so one test set serves every chunking level: a retrieved chunk is relevant
-when its span overlaps an expected span. No match, or several, is an error naming the case.
+when its span overlaps an expected span. Which header a section names is decided in one place,
+``eval.references`` (as written first, then by its header path, then in the normalised form); no
+match, or several at the deciding step, is an error naming the file, the case and the candidates.
 
 An expectation that carries a ``fingerprint`` (its section's text when it was last checked,
 ``eval.lifecycle.fingerprints``) is *located* rather than only resolved (``locate``): when its
@@ -19,9 +21,11 @@ from dataclasses import dataclass, field
 
 from ragrig.configs.errors import InputError
 from ragrig.eval.lifecycle.fingerprints import Evidence, EvidenceIndex, document_evidence, section_evidence
+from ragrig.eval.references import name_section as name_reference
+from ragrig.eval.references import one_line, problem, reference_key, resolve
 from ragrig.eval.testset import Case, Expectation, TestSet
 from ragrig.retrieval.documents import Document
-from ragrig.retrieval.markdown import Section, normalize_header, sections
+from ragrig.retrieval.markdown import Section
 
 OK, MOVED, CHANGED, GONE = "ok", "moved", "changed", "gone"
 SEVERITY = {OK: 0, MOVED: 1, CHANGED: 2, GONE: 3}
@@ -55,38 +59,25 @@ class Located:
     reason: str = ""
 
 
-def _split_path(section: str) -> list[str]:
-    return [normalize_header(p) for p in section.split(">") if p.strip()]
-
-
 def section_key(doc: str, section: str | None) -> str:
-    """A target's key: ``doc#normalised > header > path`` (the document alone for a whole-document expectation)."""
-    return f"{doc}#{' > '.join(_split_path(section))}" if section else doc
+    """How an expectation is shown: ``doc#normalised > header > path`` (the document alone for a whole one)."""
+    return reference_key(doc, section) if section else doc
 
 
-def match_sections(doc: Document, section: str) -> list[Section]:
-    """The sections of ``doc`` whose header path ends with ``section``'s (normalised) titles."""
-    want = _split_path(section)
-    out = []
-    for s in sections(doc.markdown):
-        path = [normalize_header(p) for p in s.path]
-        if len(path) >= len(want) and path[-len(want) :] == want:
-            out.append(s)
-    return out
+def target_key(docs: dict[str, Document], doc: str, section: str | None) -> str:
+    """A target's key: ``section_key``, or the section as written where its normalised form is ambiguous in the
+    document (``references.reference_key``)."""
+    if not section or doc not in docs:
+        return section_key(doc, section)
+    return reference_key(doc, section, resolve(docs[doc].markdown, section))
 
 
 def _match_one(doc: Document, section: str) -> Section | str:
-    """The one section ``section`` names in ``doc``, or why not (the error text, without where)."""
-    if not _split_path(section):
-        return "empty section"
-    matches = match_sections(doc, section)
-    if not matches:
-        return f"section '{section}' matches no header in '{doc.doc_id}'"
-    if len(matches) > 1:
-        shown = "; ".join(" > ".join(m.path) for m in matches[:5])
-        return (f"section '{section}' matches {len(matches)} headers in '{doc.doc_id}' ({shown}); "
-                "use a longer header-path suffix")
-    return matches[0]
+    """The one section ``section`` names in ``doc`` (in the order of ``eval.references``), or why not (the error
+    text, without where)."""
+    res = resolve(doc.markdown, section)
+    why = problem(res, doc.doc_id)
+    return why if why is not None else res.sections[0]
 
 
 def resolve_section(doc: Document, section: str, where: str) -> tuple[int, int]:
@@ -100,7 +91,7 @@ def by_name(exp: Expectation, docs: dict[str, Document]) -> Evidence | str:
     """What the expectation's name points at in ``docs``, or why it points at nothing (the error text)."""
     doc = docs.get(exp.doc)
     if doc is None:
-        return f"doc '{exp.doc}' is not in the index (wrong path, or it failed to ingest)"
+        return f"doc '{one_line(exp.doc)}' is not in the index (wrong path, or it failed to ingest)"
     if not exp.section:
         return document_evidence(doc)
     found = _match_one(doc, exp.section)
@@ -110,18 +101,9 @@ def by_name(exp: Expectation, docs: dict[str, Document]) -> Evidence | str:
 def name_section(doc: Document, ev: Evidence, written: str | None = None) -> str | None:
     """How to name section ``ev`` of ``doc`` in a test set: ``written`` (the expectation's old name) when it still
     names exactly that section, else the header-path suffix as long as ``written`` was (or the nearest length)
-    that names it alone. None: no suffix names it alone (two sections with the same whole path)."""
-    if written:
-        found = _match_one(doc, written)
-        if isinstance(found, Section) and (found.start, found.end) == (ev.start, ev.end):
-            return written
-    paths = [tuple(normalize_header(t) for t in s.path) for s in sections(doc.markdown)]
-    mine = tuple(normalize_header(t) for t in ev.path)
-    hint = min(len(mine), max(1, len(_split_path(written or ""))))
-    for n in [*range(hint, len(mine) + 1), *range(hint - 1, 0, -1)]:
-        if sum(1 for p in paths if p[-n:] == mine[-n:]) == 1:
-            return " > ".join(ev.path[-n:])
-    return None
+    that names it alone, as written where plain text is ambiguous (``references.name_section``). None: nothing
+    names it alone (two sections with the same whole path as written)."""
+    return name_reference(doc.markdown, ev.start, written)
 
 
 def locate(exp: Expectation, docs: dict[str, Document], index: EvidenceIndex, want: str | None) -> Located:
@@ -156,10 +138,11 @@ def _moved(exp: Expectation, docs: dict[str, Document], ev: Evidence, why: str) 
     return Located(MOVED, ev, ev.doc_id, name, why)
 
 
-def target_of(exp: Expectation, loc: Located) -> Target:
+def target_of(exp: Expectation, loc: Located, docs: dict[str, Document]) -> Target:
     assert loc.evidence is not None and loc.doc is not None
     ev = loc.evidence
-    return Target(section_key(loc.doc, loc.section), loc.doc, ev.start, ev.end, exp.grade, ev.text, ev.fingerprint)
+    return Target(target_key(docs, loc.doc, loc.section), loc.doc, ev.start, ev.end, exp.grade, ev.text,
+                  ev.fingerprint)
 
 
 def add_target(targets: dict[str, Target], t: Target) -> None:
@@ -177,7 +160,7 @@ def resolve_case(case: Case, docs: dict[str, Document], testset: str,
         loc = locate(exp, docs, index, exp.fingerprint)
         if loc.status == GONE:
             raise InputError(f"{testset}: case '{case.id}' expect[{i}]: {loc.reason}")
-        add_target(targets, target_of(exp, loc))
+        add_target(targets, target_of(exp, loc, docs))
     return list(targets.values())
 
 

@@ -47,6 +47,7 @@ class Header:
     title: str  # plain text: emphasis markers, escapes and trailing #s removed
     start: int  # offset of the header line's first character
     body_start: int  # offset just past the header line (its newline included)
+    raw: str = ""  # the text after the #s as written (attribute list and markup kept; trailing #s removed)
 
 
 def strip_markup(text: str) -> str:
@@ -133,8 +134,8 @@ def parse_headers(text: str, start: int | None = None) -> list[Header]:
             continue
         m = _ATX.match(line)
         if m:
-            title = clean_title(m.group(2) or "")
-            headers.append(Header(level=len(m.group(1)), title=title, start=off, body_start=after))
+            raw = (m.group(2) or "").strip()
+            headers.append(Header(level=len(m.group(1)), title=clean_title(raw), start=off, body_start=after, raw=raw))
     return headers
 
 
@@ -144,6 +145,7 @@ class Section:
     path: tuple[str, ...]  # titles from the outermost header down to this one
     start: int
     end: int  # next header of the same or a higher level, or the end of the text
+    written: tuple[str, ...] = ()  # the same path as written (``Header.raw``: attribute lists and markup kept)
 
 
 def sections(text: str, max_level: int = 6, start: int | None = None) -> list[Section]:
@@ -161,5 +163,6 @@ def sections(text: str, max_level: int = 6, start: int | None = None) -> list[Se
             if later.level <= h.level:
                 end = later.start
                 break
-        out.append(Section(header=h, path=tuple(x.title for x in stack), start=h.start, end=end))
+        out.append(Section(header=h, path=tuple(x.title for x in stack), start=h.start, end=end,
+                           written=tuple(x.raw for x in stack)))
     return out

@@ -28,6 +28,7 @@ from ragrig.eval.relevance import (
     by_name,
     locate,
     section_key,
+    target_key,
 )
 from ragrig.eval.testset import Expectation, TestSet
 from ragrig.retrieval.documents import Document
@@ -50,9 +51,10 @@ class ExpectationCheck:
     diff: list[str] = field(default_factory=list)  # changed: the edits, word by word
     now: Evidence | None = field(default=None, repr=False)
     then: Evidence | None = field(default=None, repr=False)
+    keys: tuple[str | None, str | None] = field(default=(None, None), repr=False)  # target keys: now, then
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("now", "then")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("now", "then", "keys")}
 
 
 @dataclass
@@ -140,9 +142,11 @@ def check_testset(ts: TestSet, docs: dict[str, Document], version: str,
             then = reference_evidence(exp, reference, ref_index)
             want = exp.fingerprint or (then.fingerprint if then is not None else None)
             loc = locate(exp, docs, index, want)
+            keys = (target_key(docs, loc.doc, loc.section) if loc.doc else None,
+                    target_key(reference or {}, exp.doc, exp.section))
             ec = ExpectationCheck(i, exp.doc, exp.section, exp.grade, loc.status, loc.reason, loc.doc, loc.section,
                                   loc.evidence.fingerprint if loc.evidence else None, want, now=loc.evidence,
-                                  then=then)
+                                  then=then, keys=keys)
             if loc.status == CHANGED and loc.evidence is not None:
                 if then is not None and then.fingerprint == want:
                     ec.diff = word_diff(then.body, loc.evidence.body)
@@ -170,8 +174,8 @@ def targets(report: CheckReport, ts: TestSet, reference: bool = False) -> dict[s
             if ev is None:
                 break
             doc, section = (exp.doc, exp.section) if reference else (ec.now_doc or exp.doc, ec.now_section)
-            add_target(found, Target(section_key(doc, section), ev.doc_id, ev.start, ev.end, exp.grade, ev.text,
-                                     ev.fingerprint))
+            key = ec.keys[1 if reference else 0] or section_key(doc, section)
+            add_target(found, Target(key, ev.doc_id, ev.start, ev.end, exp.grade, ev.text, ev.fingerprint))
         else:
             out[case.id] = list(found.values())
     return out

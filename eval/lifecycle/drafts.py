@@ -7,9 +7,11 @@
 - **multi-hop**: a section whose text names a rule that heads another section (what the reference judge would
   follow: ``retrieval.multihop.terms.TermIndex``), expecting both; "cite each other" when both name the other.
 
-Every draft is ``draft: true`` with the ``reason`` it was made and fingerprinted expectations; evaluation and
-the gate skip it until a person removes the mark. At most ``per_kind`` of each kind, spread evenly over the
-corpus (sections in document order), so a large corpus is sampled throughout rather than from its first file.
+Every draft is ``draft: true`` with the ``reason`` it was made and fingerprinted expectations, each naming its
+section by a reference that resolves to it alone (``eval.references``: the header as written, attribute list
+kept, where its plain text names several); evaluation and the gate skip it until a person removes the mark.
+At most ``per_kind`` of each kind, spread evenly over the corpus (sections in document order), so a large
+corpus is sampled throughout rather than from its first file.
 """
 
 from __future__ import annotations
@@ -91,7 +93,10 @@ class Drafter:
         all_titles = Counter(normalize_header(s.title) for s in every)
         self.unique = [s for s in self.secs if all_titles[normalize_header(s.title)] == 1]
         self.terms = TermIndex(version.keywords, version.chunks)
-        by_place = {(s.ev.doc_id, s.ev.path): s for s in self.secs}
+        # a place is a chunk's (doc, clean header path): two sections there (told apart only by case or anchor in
+        # their text as written) are not one place a term can head
+        places = Counter((s.ev.doc_id, s.ev.path) for s in every)
+        by_place = {(s.ev.doc_id, s.ev.path): s for s in self.secs if places[(s.ev.doc_id, s.ev.path)] == 1}
         self.term_secs: dict[str, Sec] = {}
         for term, chunk_ids in self.terms.rows.items():
             places = {(c.doc_id, tuple(c.header_path)) for c in version.chunks if c.chunk_id in chunk_ids}
@@ -101,10 +106,18 @@ class Drafter:
         # a term some text mentions besides its own header line (the header line counts once in its chunk's text)
         self.mentioned = {t["term"] for t in version.keywords.get("terms", [])
                           if t.get("text_count", 0) > t.get("header_count", 0)}
+        self._names: dict[int, str | None] = {}
+
+    def name(self, s: Sec) -> str | None:
+        """The reference a draft writes for ``s`` (``relevance.name_section``: one that resolves to it alone,
+        attribute list kept where plain text is ambiguous); None when nothing names it alone."""
+        if s.order not in self._names:
+            self._names[s.order] = name_section(self.docs[s.ev.doc_id], s.ev)
+        return self._names[s.order]
 
     def expect(self, s: Sec) -> Expectation:
-        name = name_section(self.docs[s.ev.doc_id], s.ev)
-        assert name is not None  # unique titles (and sections reached through them) are nameable
+        name = self.name(s)
+        assert name is not None  # draft_testset keeps only drafts whose sections are nameable
         return Expectation(doc=s.ev.doc_id, section=name, grade=2, fingerprint=s.ev.fingerprint)
 
     def exact_term(self) -> list[tuple[str, str, list[Sec], str]]:
@@ -170,7 +183,9 @@ def draft_testset(version: IndexVersion, kinds: Sequence[str] = KINDS, per_kind:
     ids: set[str] = set()
     found: dict[str, int] = {}
     for kind in kinds:
-        made = makers[kind]()
+        # a draft names each section so that it resolves to that section alone; one with a twin (the same header
+        # path, as written) cannot be named and is not drafted
+        made = [m for m in makers[kind]() if all(d.name(s) is not None for s in m[2])]
         found[kind] = len(made)
         for query, label, secs, reason in spread(made, per_kind):
             cid = base = f"draft-{kind}-{_slug(label)}"
