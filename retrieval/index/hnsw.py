@@ -27,7 +27,9 @@ def params(cfg: HnswConfig) -> dict[str, int]:
     return {"connectivity": cfg.connectivity, "expansion_add": cfg.expansion_add}
 
 
-def build(vectors: np.ndarray, cfg: HnswConfig) -> Any:
+def build(vectors: np.ndarray, cfg: HnswConfig, threads: int = 1) -> Any:
+    """The graph over ``vectors`` (unit rows). ``threads`` is 1 everywhere ragrig builds one: more threads build
+    faster but not deterministically (a benchmark measuring search on a huge index may pass more)."""
     from usearch.index import Index
 
     graph = Index(ndim=int(vectors.shape[1]) if vectors.ndim == 2 and vectors.shape[1] else 1, metric="ip",
@@ -35,7 +37,7 @@ def build(vectors: np.ndarray, cfg: HnswConfig) -> Any:
                   expansion_search=cfg.expansion_search)
     if len(vectors):
         graph.add(np.arange(len(vectors), dtype=np.uint64), np.ascontiguousarray(vectors, dtype=np.float32),
-                  threads=1)
+                  threads=threads)
     return graph
 
 
