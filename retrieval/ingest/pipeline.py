@@ -121,6 +121,8 @@ class IngestPipeline:
             found = discover(self.cfg.corpus)
             for f in found.failed:
                 self.stats.fail(f.doc_id, f.stage, f.reason)
+            for rel, why in found.not_regular:
+                self.stats.warnings.append(f"{rel}: {why}")
             self.stats.docs_seen = len(found.docs) + len(found.failed)
         return found
 
