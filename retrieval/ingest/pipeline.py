@@ -236,7 +236,7 @@ class IngestPipeline:
                 self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
             vecs, new = embed_with_cache(self.embedder, self._embed_cache, [c.search_text for c in chunks],
                                          [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
-                                         progress=self.progress)
+                                         progress=self.progress, warn=self.stats.warnings.append)
             self.stats.chunks_embedded = new
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
             return vecs
