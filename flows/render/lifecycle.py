@@ -18,7 +18,10 @@ STYLE = {OK: "green", MOVED: "cyan", CHANGED: "yellow", GONE: "bold red"}
 
 def print_check(report: CheckReport) -> None:
     against = f", reference {report.reference_version}" if report.reference_version else ", no reference version"
-    counts = [p for i, (s, n) in enumerate(report.counts.items()) for p in ((", ",) if i else ()) + ((f"{n} {s}", STYLE[s]),)]
+    counts: list[object] = []
+    for s, n in report.counts.items():
+        counts += [", "] if counts else []
+        counts.append((f"{n} {s}", STYLE[s]))
     console.print(line((f"testset check: {report.testset}", "bold"), f" on {report.version}{against}: ", *counts))
     flagged = [c for c in report.cases if c.status != OK]
     if not flagged:

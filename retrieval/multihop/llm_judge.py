@@ -135,11 +135,14 @@ def chat_json(cfg: JudgeConfig, messages: list[dict[str, str]], schema: dict[str
     try:
         content = reply["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise RagrigError(redact(f"{who}: unexpected reply shape: {str(reply)[:200]}", judge_secrets(cfg))) from None
+        raise RagrigError(redact(f"{who}: unexpected reply shape: {str(reply)[:200]}",
+                                 judge_secrets(cfg))) from None
     try:
         data = json.loads(content)
     except (json.JSONDecodeError, TypeError):
-        raise RagrigError(redact(f"{who}: the model's answer is not valid JSON: {str(content)[:200]!r}", judge_secrets(cfg))) from None
+        raise RagrigError(redact(f"{who}: the model's answer is not valid JSON: {str(content)[:200]!r}",
+                                 judge_secrets(cfg))) from None
     if not isinstance(data, dict):
-        raise RagrigError(redact(f"{who}: the JSON does not match the schema (not an object): {str(data)[:200]}", judge_secrets(cfg)))
+        raise RagrigError(redact(f"{who}: the JSON does not match the schema (not an object): {str(data)[:200]}",
+                                 judge_secrets(cfg)))
     return data
