@@ -74,16 +74,23 @@ def test_reading_a_fifo_never_blocks(tmp_path):
     assert read_regular(tmp_path / "f.md") == b"# x\n"
 
 
-def test_a_file_name_that_is_not_utf8_fails_alone_and_the_rest_publishes(tmp_path, write_files):
+def corpus_with_a_latin1_name(tmp_path: Path, write_files) -> Path:
     corpus = write_files(tmp_path / "corpus", DOCS)
     bad = os.fsencode(corpus) + b"/caf\xe9.md"  # Latin-1 é: not UTF-8
     with open(bad, "wb") as fh:
         fh.write(b"# Cafe\n\n## Menu\n\nCoffee.\n")
+    return corpus
 
+
+def test_validate_names_a_file_whose_name_is_not_utf8(tmp_path, write_files):
+    corpus = corpus_with_a_latin1_name(tmp_path, write_files)
     got = ragrig("validate", "--no-tokens", *sets(corpus))
-    assert got.returncode == 1, got.stderr  # an error finding
+    assert got.returncode == 1, got.stderr  # an error finding (before: "3 files: 0 errors")
     assert "error   caf\\xe9.md: the file name is not valid UTF-8" in got.stdout, got.stdout
 
+
+def test_a_file_name_that_is_not_utf8_fails_alone_and_the_rest_publishes(tmp_path, write_files):
+    corpus = corpus_with_a_latin1_name(tmp_path, write_files)
     stats = tmp_path / "stats.json"
     got = ragrig("ingest", "--no-prefect", "-q", "--max-failures", "1", *sets(corpus), "--output-json", str(stats))
     assert got.returncode == 0 and "Traceback" not in got.stderr, got.stderr

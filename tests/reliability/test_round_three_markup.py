@@ -35,7 +35,7 @@ def renderer_calls(make_report) -> dict:
 
     report = make_report(testset=f"rich{HOSTILE}").to_dict()
     row = report["per_query"][0]
-    row.update(id=f"q{HOSTILE}", query=f"ask {HOSTILE}", expected=[f"a.md#{HOSTILE}"], missed10=[])
+    row.update(id=f"q{HOSTILE}", query=f"ask {HOSTILE}", expected=[f"a.md#{HOSTILE}"])
     row["top"][0].update(chunk_id=f"a.md#{HOSTILE}", header=f"H {HOSTILE}")
     row["hops"] = [{"hop": 1, "error": f"judge down {HOSTILE}", "added": [], "found": [], "recall_gain@10": 0.0}]
     report["per_tag"] = {f"tag{HOSTILE}": report["per_tag"]["rules"]}

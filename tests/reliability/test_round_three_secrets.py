@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -117,13 +116,30 @@ def serve_cmd(corpus: Path, *extra: str) -> list[str]:
 
 
 def test_serve_on_a_public_host_without_a_token_refuses_to_start(tmp_path, write_files, ragrig_home):
+    """192.0.2.1 (TEST-NET-1) is on no interface: the code before tried to bind it (and failed with another
+    line), so this test never listens beyond loopback, before or after."""
     corpus = write_files(tmp_path / "corpus", DOCS)
     env = {k: v for k, v in os.environ.items() if k != "RAGRIG_SERVE_TOKEN"}
-    got = subprocess.run(serve_cmd(corpus, "--host", "0.0.0.0"), capture_output=True, text=True, timeout=120,
-                         env=env)
+    got = subprocess.run(serve_cmd(corpus, "--host", "192.0.2.1"), capture_output=True, text=True, timeout=120,
+                         env=env, start_new_session=True)
     assert got.returncode == 2, got.stderr
     lines = got.stderr.strip().splitlines()
-    assert len(lines) == 1 and "0.0.0.0" in lines[0] and "--allow-no-token" in lines[0], got.stderr
+    assert len(lines) == 1 and "--host 192.0.2.1 is not loopback" in lines[0] and "--allow-no-token" in lines[0], \
+        got.stderr
+
+
+def test_serve_on_0_0_0_0_without_a_token_is_refused_before_anything_listens(make_config, monkeypatch):
+    from ragrig.configs.errors import InputError
+    from ragrig.flows.cli import serve
+
+    def no_bind(host, port):
+        raise AssertionError(f"bound {host}:{port} with no token")
+
+    monkeypatch.setattr(serve, "bind", no_bind)
+    monkeypatch.delenv("RAGRIG_SERVE_TOKEN", raising=False)
+    args = type("Args", (), {"host": "0.0.0.0", "port": 0, "allow_no_token": False})()
+    with pytest.raises(InputError, match=r"--host 0\.0\.0\.0 is not loopback and \$RAGRIG_SERVE_TOKEN is unset"):
+        serve.cmd_serve(args, make_config())
 
 
 def test_allow_no_token_gets_past_the_refusal(tmp_path, write_files, ragrig_home):
