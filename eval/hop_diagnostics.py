@@ -38,6 +38,7 @@ def hop_rows(res: RetrievalResult, targets: Sequence[Target], k: int = 10) -> li
             "added": [str(a.get("chunk_id", "")) for a in rec.get("added", [])],
             "found": found,
             GAIN: len(found) / len(targets) if targets else 0.0,
+            **({"error": str(rec["error"])} if rec.get("error") else {}),  # the judge failed: no decision
         })
     return out
 
@@ -66,6 +67,9 @@ def hop_summary(hops: Sequence[dict[str, Any]]) -> str:
     """One line for a per-query table: ``1: asked Lethal x+ -> found weapons.md#lethal x+ (+0.50)`` per hop."""
     parts = []
     for h in hops:
+        if h.get("error"):
+            parts.append(f"{h['hop']}: judge failed")
+            continue
         if h["can_answer"] and not h["added"]:
             parts.append(f"{h['hop']}: can answer")
             continue

@@ -16,7 +16,16 @@ from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.flows.cli.common import add_common
 
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and ``localhost``; anything else (0.0.0.0, ::, a name, an interface's address) is not."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def register(sub: Any) -> None:
@@ -24,6 +33,8 @@ def register(sub: Any) -> None:
     add_common(p)
     p.add_argument("--host", default=None, help="address to listen on (default serve.host: 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default serve.port: 8765; 0 picks a free one)")
+    p.add_argument("--allow-no-token", action="store_true",
+                   help="serve on a non-loopback host without a bearer token (refused otherwise)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -47,10 +58,14 @@ def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     port = cfg.serve.port if args.port is None else args.port
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port}: expected 0..65535")
-    sock = bind(host, port)
     token = os.environ.get(cfg.serve.token_env) or None
-    if host not in LOOPBACK and token is None:
-        print(f"warning: serving on {host} with no bearer token (set ${cfg.serve.token_env})", file=sys.stderr)
+    if not is_loopback(host) and token is None:  # decided before anything listens
+        if not args.allow_no_token:
+            raise InputError(f"--host {host} is not loopback and ${cfg.serve.token_env} is unset: anyone who can "
+                             f"reach it could query the index; set ${cfg.serve.token_env} to a bearer token, or pass "
+                             "--allow-no-token to serve it open")
+        print(f"warning: serving on {host} with no bearer token (--allow-no-token)", file=sys.stderr)
+    sock = bind(host, port)
     import torch
     import uvicorn
     from ragrig.retrieval.serve.app import create_app

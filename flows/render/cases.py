@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.hop_diagnostics import GAIN
-from ragrig.flows.render.console import console
-from rich.markup import escape
+from ragrig.flows.render.console import console, line, styled
 from rich.table import Table
 
 SOURCES = ("bm25", "vector", "header")  # each source's rank of the hit ("-": not among its candidates)
@@ -17,7 +16,7 @@ def print_cases(result: dict[str, Any]) -> None:
     index = f"{result['index']['key']}@{result['index']['version']}"
     for row in result["per_query"]:
         m = row["metrics"]
-        console.print(f"[bold]{escape(row['id'])}[/bold] ({result['testset']} on {index}): {escape(row['query'])}")
+        console.print(line((row["id"], "bold"), f" ({result['testset']} on {index}): {row['query']}"))
         if row.get("normalized") and row["normalized"] != row["query"]:
             print(f"  normalised: {row['normalized']}")
         if row.get("expansions"):
@@ -25,21 +24,24 @@ def print_cases(result: dict[str, Any]) -> None:
         print(f"  nDCG@10 {m.get('ndcg@10', 0):.3f}  R@10 {m.get('recall@10', 0):.3f}  MRR@10 {m.get('mrr@10', 0):.3f}")
         for key, rank in (row.get("expected_ranks") or {k: None for k in row["expected"]}).items():
             where = "not in the ranking" if rank is None else f"first at rank {rank}"
-            mark = "[green]found[/green]" if rank is not None and rank <= 10 else "[red]missed@10[/red]"
-            console.print(f"  expected {escape(key)}: {mark} ({where})")
+            mark = styled("found", "green") if rank is not None and rank <= 10 else styled("missed@10", "red")
+            console.print(line(f"  expected {key}: ", mark, f" ({where})"))
         t = Table(show_header=True, box=None, pad_edge=False)
         for col in ("#", "rel", "hop", "score", *SOURCES, "chunk", "section"):
             t.add_column(col, justify="right" if col in ("#", "hop", "score", *SOURCES) else "left",
                          no_wrap=col != "section", overflow="fold")
         for h in row["top"]:
             src = h.get("sources", {})
-            rel = "[green]✓[/green]" if h["relevant"] else "[dim]·[/dim]"
+            rel = styled("✓", "green") if h["relevant"] else styled("·", "dim")
             t.add_row(str(h["rank"]), rel, str(h["hop"]) if h["hop"] else "", f"{h['score']:.3f}",
-                      *(str(src[s]) if s in src else "-" for s in SOURCES), escape(h["chunk_id"]), escape(h["header"]))
+                      *(str(src[s]) if s in src else "-" for s in SOURCES), h["chunk_id"], h["header"])
         console.print(t)
         for hop in row.get("hops", []):
-            decided = "can answer" if hop["can_answer"] else f"asked for {', '.join(hop['asked']) or '-'}"
-            found = ", ".join(hop["found"]) or "no expected section"
-            print(f"  hop {hop['hop']}: {decided} ({hop['reasoning']}); added {len(hop['added'])} chunk(s), "
-                  f"found {found} (recall gain {hop[GAIN]:+.2f})")
+            if hop.get("error"):  # the judge failed at this hop: no decision, the hops ended there
+                print(f"  hop {hop['hop']}: the judge failed ({hop['error']}); the hops ended here")
+                continue
+            decided = "can answer" if hop.get("can_answer") else f"asked for {', '.join(hop.get('asked', [])) or '-'}"
+            found = ", ".join(hop.get("found", [])) or "no expected section"
+            print(f"  hop {hop['hop']}: {decided} ({hop.get('reasoning', '')}); added {len(hop.get('added', []))} "
+                  f"chunk(s), found {found} (recall gain {hop.get(GAIN, 0.0):+.2f})")
         print()

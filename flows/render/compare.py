@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragrig.eval.compare import Comparison, format_p
 from ragrig.eval.stats import TIE
-from ragrig.flows.render.console import console
+from ragrig.flows.render.console import console, styled
 from rich.table import Table
 
 
@@ -15,7 +15,7 @@ def print_comparison(c: Comparison) -> None:
         t.add_column(col, justify="left" if col == "metric" else "right", no_wrap=True)
     for m in c.metrics:
         color = "green" if m.delta > TIE else "red" if m.delta < -TIE else ""
-        delta = f"[{color}]{m.delta:+.4f}[/{color}]" if color else f"{m.delta:+.4f}"
+        delta = styled(f"{m.delta:+.4f}", color)
         t.add_row(m.metric, f"{m.baseline:.4f}", f"{m.candidate:.4f}", delta, format_p(m.p_permutation),
                   format_p(m.p_ttest), f"{m.wins}/{m.ties}/{m.losses}")
     console.print(t)

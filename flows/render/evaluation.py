@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.metrics import HEADLINE
-from ragrig.flows.render.console import console, short
+from ragrig.flows.render.console import console, short, styled
 from rich.table import Table
 
 
@@ -24,8 +24,8 @@ def print_eval(result: dict[str, Any]) -> None:
         table.add_column(short(k), justify="right", no_wrap=True)
     for tag, vals in result["per_tag"].items():
         table.add_row(tag, str(int(vals.get("n", 0))), *[_fmt(vals[k]) for k in keys])
-    table.add_row("[bold]overall[/bold]", str(len(result["per_query"])),
-                  *[f"[bold]{_fmt(result['overall'][k])}[/bold]" for k in keys])
+    table.add_row(styled("overall", "bold"), str(len(result["per_query"])),
+                  *[styled(_fmt(result["overall"][k]), "bold") for k in keys])
     console.print(table)
     lat = result.get("latency_ms", {})
     if lat:

@@ -4,8 +4,7 @@ queries, and the overall verdict. The Markdown and JUnit forms are in ``eval.gat
 from __future__ import annotations
 
 from ragrig.eval.gate import BLOCK, PASS, WARN, GateResult, overall
-from ragrig.flows.render.console import console
-from rich.markup import escape
+from ragrig.flows.render.console import console, line, styled
 from rich.table import Table
 
 STYLE = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
@@ -13,8 +12,7 @@ STYLE = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
 
 def print_gate(results: list[GateResult]) -> None:
     for r in results:
-        t = Table(title=f"ragrig gate: {r.testset} → [{STYLE[r.verdict]}]{r.verdict}[/{STYLE[r.verdict]}]",
-                  title_justify="left")
+        t = Table(title=line(f"ragrig gate: {r.testset} → ", (r.verdict, STYLE[r.verdict])), title_justify="left")
         holm = r.correction == "holm"
         cols = ("check", "n", "baseline", "candidate", "Δ", *(("p (Holm)", "p raw") if holm else ("p (perm)",)),
                 "verdict")
@@ -22,11 +20,11 @@ def print_gate(results: list[GateResult]) -> None:
             t.add_column(col, no_wrap=True, justify="left" if col in ("check", "verdict") else "right")
         for c in r.checks:
             ps = ["" if c.p is None else f"{c.p:.4f}"] + (["" if c.p_raw is None else f"{c.p_raw:.4f}"] if holm else [])
-            t.add_row(escape(c.name), "" if c.n is None else str(c.n),
+            t.add_row(c.name, "" if c.n is None else str(c.n),
                       "" if c.baseline is None else f"{c.baseline:.4f}",
                       "" if c.candidate is None else f"{c.candidate:.4f}",
                       "" if c.delta is None else f"{c.delta:+.4f}", *ps,
-                      f"[{STYLE[c.verdict]}]{c.verdict}[/{STYLE[c.verdict]}]")
+                      styled(c.verdict, STYLE[c.verdict]))
         console.print(t)
         print(f"  {r.p_note}")
         print(f"  {r.search_note}")

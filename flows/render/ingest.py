@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.flows.render.console import console
+from ragrig.flows.render.console import console, line
 from rich.table import Table
 
 
@@ -41,7 +41,7 @@ def print_ingest(stats: dict[str, Any]) -> None:
             ft.add_row(f["doc_id"], f["stage"], f["reason"])
         console.print(ft)
     for w in stats.get("warnings", [])[:20]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(line(("warning:", "yellow"), f" {w}"))
     print(f"index dir: {stats['index_dir']}")
 
 

@@ -10,8 +10,7 @@ from ragrig.eval.lifecycle.check import CheckReport
 from ragrig.eval.lifecycle.diff import DELTA_METRICS, MOVED, VersionDiff
 from ragrig.eval.lifecycle.yaml_write import WriteSummary
 from ragrig.eval.relevance import CHANGED, GONE, OK, section_key
-from ragrig.flows.render.console import console
-from rich.markup import escape
+from ragrig.flows.render.console import console, line, styled
 from rich.table import Table
 
 STYLE = {OK: "green", MOVED: "cyan", CHANGED: "yellow", GONE: "bold red"}
@@ -19,8 +18,11 @@ STYLE = {OK: "green", MOVED: "cyan", CHANGED: "yellow", GONE: "bold red"}
 
 def print_check(report: CheckReport) -> None:
     against = f", reference {report.reference_version}" if report.reference_version else ", no reference version"
-    counts = ", ".join(f"[{STYLE[s]}]{n} {s}[/{STYLE[s]}]" for s, n in report.counts.items())
-    console.print(f"[bold]testset check: {escape(report.testset)}[/bold] on {report.version}{against}: {counts}")
+    counts: list[object] = []
+    for s, n in report.counts.items():
+        counts += [", "] if counts else []
+        counts.append((f"{n} {s}", STYLE[s]))
+    console.print(line((f"testset check: {report.testset}", "bold"), f" on {report.version}{against}: ", *counts))
     flagged = [c for c in report.cases if c.status != OK]
     if not flagged:
         return
@@ -38,8 +40,8 @@ def print_check(report: CheckReport) -> None:
             else:
                 detail = e.reason
             label = e.status.upper() if e.status == GONE else e.status
-            t.add_row(escape(c.id + (" (draft)" if c.draft else "")), f"[{STYLE[e.status]}]{label}[/{STYLE[e.status]}]",
-                      escape(section_key(e.doc, e.section)), escape(detail))
+            t.add_row(c.id + (" (draft)" if c.draft else ""), styled(label, STYLE[e.status]),
+                      section_key(e.doc, e.section), detail)
     console.print(t)
 
 
@@ -86,13 +88,12 @@ def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
                     d = c.after[m] - c.before[m]
                     color = "green" if d > 1e-9 else "red" if d < -1e-9 else ""
                     text = f"{c.before[m]:.3f}>{c.after[m]:.3f} {d:+.3f}"
-                    cells.append(f"[{color}]{text}[/{color}]" if color else text)
+                    cells.append(styled(text, color))
                 else:
                     cells.append("-")
             status = c.status or ""
             via = "+".join({"expected": "exp", "retrieved": "top10"}[v] for v in c.via)
-            tt.add_row(escape(c.id), f"[{STYLE.get(status, '')}]{status}[/{STYLE.get(status, '')}]" if status else "",
-                       via, *cells)
+            tt.add_row(c.id, styled(status, STYLE.get(status, "")), via, *cells)
         console.print(tt)
         for label, cmp in (("touched cases", ts.paired), ("all cases", ts.overall)):
             if cmp:

@@ -3,7 +3,7 @@ processed query, candidate counts, hops and timings."""
 
 from __future__ import annotations
 
-from ragrig.flows.render.console import console
+from ragrig.flows.render.console import console, line
 from ragrig.retrieval.results import RetrievalResult
 from rich.table import Table
 
@@ -15,7 +15,7 @@ def print_query(res: RetrievalResult, index_key: str, debug: bool = False) -> No
         table.add_column(col, justify=just, overflow="fold")
     for i, h in enumerate(res.hits, 1):
         ranks = ["-" if h.rank_in(s) is None else str(h.rank_in(s)) for s in ("bm25", "vector", "header")]
-        table.add_row(str(i), h.header + (f"  [dim]({h.reason})[/dim]" if h.reason else ""), h.doc_id,
+        table.add_row(str(i), line(h.header, *((f"  ({h.reason})", "dim"),) if h.reason else ()), h.doc_id,
                       f"{h.score:.3f}", *ranks)
     console.print(table)
     if debug:
@@ -26,8 +26,12 @@ def print_query(res: RetrievalResult, index_key: str, debug: bool = False) -> No
             print(f"comparison of:    {' | '.join(res.comparison)}")
         print("candidates:       " + ", ".join(f"{k}={v}" for k, v in res.candidates.items()))
         for hop in res.hops:
-            state = "can answer" if hop["can_answer"] else "missing: " + ", ".join(m["item"] for m in hop["missing"])
-            print(f"hop {hop['hop']}:            {state} — {hop['reasoning']}")
-            for a in hop["added"]:
+            if hop.get("error"):  # the judge failed: no decision at this hop, the hops ended with what they had
+                print(f"hop {hop['hop']}:            the judge failed, hops ended — {hop['error']}")
+                continue
+            state = ("can answer" if hop.get("can_answer")
+                     else "missing: " + ", ".join(m["item"] for m in hop.get("missing", [])))
+            print(f"hop {hop['hop']}:            {state} — {hop.get('reasoning', '')}")
+            for a in hop.get("added", []):
                 print(f"                  + {a['chunk_id']} for '{a['item']}' (via {a['via']})")
         print("timings (ms):     " + ", ".join(f"{k}={v:.1f}" for k, v in res.timings_ms.items()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.metrics import SWEEP_SUMMARY
-from ragrig.flows.render.console import console, short
+from ragrig.flows.render.console import console, short, styled
 from rich.table import Table
 
 
@@ -26,7 +26,7 @@ def print_sweep(result: dict[str, Any]) -> None:
         star = r["label"] == best.get("label") and r["testset"] == best.get("testset")
         vals = [str(r["overrides"].get(p, "")) for p in params]
         ms = [f"{r['metrics'].get(m, float('nan')):.4f}" for m in SWEEP_SUMMARY]
-        t.add_row(*vals, r["testset"], *[f"[bold green]{m}[/bold green]" if star else m for m in ms])
+        t.add_row(*vals, r["testset"], *[styled(m, "bold green" if star else "") for m in ms])
     console.print(t)
     for ix in result.get("indexes", []):
         print(f"index {ix['index_key']}: {ix['chunks']} chunks, {ix['embedded']} embedded, {ix['cached']} from cache, "

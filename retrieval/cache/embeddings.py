@@ -1,39 +1,110 @@
 """Vectors cached by (model id, chunk search-text sha256), so an unchanged chunk is never embedded twice:
-across runs, and across chunking configs that produce the same text. Float32 blobs in SQLite (no pickle)."""
+across runs, and across chunking configs that produce the same text. Float32 blobs in SQLite (no pickle).
+
+A cached vector is verified before it is used (``get_checked``): its checksum (sha256 over model, text sha, dim
+and the blob, written with it), its length, finite values, a non-zero norm and, for a normalising model, a unit
+norm. A row that fails is rejected with the reason (ingest re-embeds it and says so), never used: a cache
+overwritten with zeros or NaNs would otherwise build an index that answers with unrelated sections."""
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
-from ragrig.retrieval.cache.sqlite import IN_BATCH, SqliteCache
+from ragrig.retrieval.cache.sqlite import IN_BATCH, SqliteCache, corrupt
+
+NORM_TOLERANCE = 1e-3  # a normalised float32 vector's norm is 1 to ~1e-6
+
+
+def checksum(model: str, sha: str, dim: int, blob: bytes) -> str:
+    h = hashlib.sha256(f"{model}\0{sha}\0{dim}\0".encode())
+    h.update(blob)
+    return h.hexdigest()[:32]
+
+
+def check_vector(vec: np.ndarray, dim: int | None, normalized: bool) -> str | None:
+    """Why ``vec`` is not a usable embedding, or None."""
+    if dim is not None and vec.shape[0] != dim:
+        return f"{vec.shape[0]} values, the model has {dim}"
+    if not np.isfinite(vec).all():
+        return "NaN or infinite values"
+    norm = float(np.linalg.norm(vec.astype(np.float64)))
+    if norm == 0.0:
+        return "a zero vector"
+    if normalized and abs(norm - 1.0) > NORM_TOLERANCE:
+        return f"norm {norm:.4g}, the model normalises to 1"
+    return None
 
 
 class EmbeddingCache(SqliteCache):
-    """SQLite table (model, sha256) -> float32 vector. Safe for one writer and many readers."""
+    """SQLite table (model, sha256) -> float32 vector and its checksum. Safe for one writer and many readers."""
 
     TABLE = "vectors"
     SCHEMA = (
-        "CREATE TABLE IF NOT EXISTS vectors (model TEXT, sha TEXT, dim INTEGER, vec BLOB, PRIMARY KEY (model, sha))"
+        "CREATE TABLE IF NOT EXISTS vectors (model TEXT, sha TEXT, dim INTEGER, vec BLOB, sum TEXT, "
+        "PRIMARY KEY (model, sha))"
     )
 
-    def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        with self._guard():  # a cache written before checksums: add the column (its rows are checked by value)
+            cols = {row[1] for row in self._db.execute("PRAGMA table_info(vectors)")}
+            if "sum" not in cols:
+                try:
+                    self._db.execute("ALTER TABLE vectors ADD COLUMN sum TEXT")
+                    self._db.commit()
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):
+                        raise corrupt(path, exc) from None
+
+    def get_checked(self, model: str, shas: Sequence[str], dim: int | None = None, normalized: bool = False,
+                    ) -> tuple[dict[str, np.ndarray], dict[str, str], list[str]]:
+        """(verified vectors by sha, rejected shas with the reason, shas of rows with no checksum yet that
+        passed the value checks: the caller may re-put them to give them one)."""
+        good: dict[str, np.ndarray] = {}
+        bad: dict[str, str] = {}
+        unsummed: list[str] = []
         uniq = list(dict.fromkeys(shas))
         with self._guard():
             for i in range(0, len(uniq), IN_BATCH):
                 part = uniq[i : i + IN_BATCH]
-                q = f"SELECT sha, dim, vec FROM vectors WHERE model=? AND sha IN ({','.join('?' * len(part))})"
-                for sha, dim, blob in self._db.execute(q, [model, *part]):
+                q = (f"SELECT sha, dim, vec, sum FROM vectors WHERE model=? AND sha IN "
+                     f"({','.join('?' * len(part))})")
+                for sha, row_dim, blob, stored in self._db.execute(q, [model, *part]):
+                    blob = bytes(blob or b"")
+                    if len(blob) % 4:
+                        bad[sha] = "a torn row"
+                        continue
                     vec = np.frombuffer(blob, dtype=np.float32)
-                    if vec.shape[0] == dim:  # a torn row is a miss, never a wrong vector
-                        out[sha] = vec
-        return out
+                    why = ("a torn row" if vec.shape[0] != row_dim
+                           else check_vector(vec, dim, normalized))
+                    if why is None and stored is not None and stored != checksum(model, sha, int(row_dim), blob):
+                        why = "checksum mismatch"  # a plausible vector, but not the one written
+                    if why is not None:
+                        bad[sha] = why
+                        continue
+                    good[sha] = vec
+                    if stored is None:
+                        unsummed.append(sha)
+        return good, bad, unsummed
+
+    def get_many(self, model: str, shas: Sequence[str], dim: int | None = None,
+                 normalized: bool = False) -> dict[str, np.ndarray]:
+        """The verified vectors among ``shas`` (a row that fails verification is a miss)."""
+        return self.get_checked(model, shas, dim, normalized)[0]
 
     def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, sha, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items]
+        rows = []
+        for sha, v in items:
+            blob = np.asarray(v, dtype=np.float32).tobytes()
+            dim = int(np.asarray(v).shape[0])
+            rows.append((model, sha, dim, blob, checksum(model, sha, dim, blob)))
         with self._guard():
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO vectors (model, sha, dim, vec, sum) VALUES (?, ?, ?, ?, ?)",
+                                 rows)
             self._db.commit()
 
     def count(self, model: str | None = None) -> int:

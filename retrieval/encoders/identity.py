@@ -17,6 +17,8 @@ import os
 import threading
 from pathlib import Path
 
+from ragrig.retrieval.atomic import write_atomic
+
 _SKIP_PREFIXES = ("readme", "license", "licence")
 _memo: dict[str, list] = {}  # absolute path -> [size, mtime_ns, ctime_ns, ino, sha256]
 _memo_lock = threading.Lock()
@@ -70,11 +72,9 @@ def _save_memo(memo_file: Path | None) -> None:
     if memo_file is None:
         return
     try:
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo_file.with_name(f".{memo_file.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         with _memo_lock:
-            tmp.write_text(json.dumps(_memo), encoding="utf-8")
-        os.replace(tmp, memo_file)
+            data = json.dumps(_memo).encode("utf-8")
+        write_atomic(memo_file, data, durable=False)
     except OSError:
         pass  # a read-only home: hashes are recomputed next time, never wrong
 

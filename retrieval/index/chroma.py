@@ -40,10 +40,25 @@ def chroma_client(cfg: ChromaConfig, path: Path) -> Any:
             else:
                 client = chromadb.HttpClient(host=cfg.host, port=cfg.port, settings=settings)
         except Exception as exc:
+            if cfg.mode == "embedded":
+                _drop_system(path)
             where = path if cfg.mode == "embedded" else f"http://{cfg.host}:{cfg.port}"
             raise RagrigError(f"cannot open Chroma ({cfg.mode}) at {where}: {type(exc).__name__}: {exc}") from None
         _CLIENTS[key] = client
     return client
+
+
+def _drop_system(path: Path) -> None:
+    """Chroma caches a store's system before starting it, so a start that failed (a damaged chroma.sqlite3)
+    would be handed to every later client of that path, broken: drop it, so the next open starts afresh."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    system = SharedSystemClient._identifier_to_system.pop(str(path), None)  # noqa: SLF001
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:
+            pass
 
 
 def forget_client(cfg: ChromaConfig, path: Path) -> None:

@@ -1,4 +1,5 @@
-"""File primitives that keep on-disk state consistent: atomic writes, directory fsync, the ingest lock."""
+"""File primitives that keep on-disk state consistent: atomic writes (``retrieval/atomic.py``), directory fsync,
+the ingest lock."""
 
 from __future__ import annotations
 
@@ -12,15 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.errors import LockedError
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a directory's entries (a rename, a new file) durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from ragrig.retrieval.atomic import fsync_dir, write_atomic  # the one atomic writer (mode, symlinks)
 
 
 def fsync_tree(root: Path) -> None:
@@ -36,22 +29,6 @@ def fsync_tree(root: Path) -> None:
         dirs += [Path(dirpath) / d for d in dirnames]
     for d in reversed(dirs):
         fsync_dir(d)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file, fsync, rename over ``path``: readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:  # a full disk, a quota: the old file stays, and no temp file is left
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def write_json(path: Path, obj: Any) -> None:

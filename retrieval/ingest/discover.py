@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,9 @@ class Discovery:
     docs: list[SourceDoc] = field(default_factory=list)
     failed: list[FailedDoc] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why) not counted as failures
+    # (path, why): a FIFO, socket or device under a document's name: skipped, never opened for reading (a FIFO
+    # would block discovery forever), and said (ingest's warnings, validate's findings)
+    not_regular: list[tuple[str, str]] = field(default_factory=list)
     unchanged_since: str | None = None  # a BEIR file identical to the one this version was built from: not parsed
 
 
@@ -63,6 +67,45 @@ def _match(rel: str, patterns: list[str]) -> bool:
     return False
 
 
+KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+         stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file (reading it could block or never end)."""
+
+
+def file_kind(mode: int) -> str:
+    return KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes, opened without blocking (``O_NONBLOCK``: opening a FIFO for reading would wait for
+    a writer) and checked on the open descriptor, so a file swapped for a FIFO after a check cannot hang the
+    read. Raises NotRegularFile for anything else, OSError as usual."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"{file_kind(st.st_mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def printable_name(rel: str) -> str | None:
+    """``rel`` escaped (``caf\\xe9.md``) when it is not valid UTF-8 (os.walk's surrogate escapes), else None."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
+    return None
+
+
 def _walk(root: Path) -> Iterator[Path]:
     """Every file below root, following no symlinked directories (so no loops), sorted for determinism."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -79,6 +122,11 @@ def discover_directory(cfg: CorpusConfig) -> Discovery:
         rel = p.relative_to(root).as_posix()
         if not _match(rel, cfg.include) or _match(rel, cfg.exclude):
             continue
+        escaped = printable_name(rel)
+        if escaped is not None:  # no id, table row or JSON line can hold it: this file fails alone, named escaped
+            out.failed.append(FailedDoc(escaped, "discover", "the file name is not valid UTF-8: rename the file "
+                                                             "(shown here with its bytes escaped)"))
+            continue
         fmt = FORMATS.get(p.suffix.lower())
         if fmt is None:
             out.skipped.append((rel, f"unsupported extension {p.suffix!r}"))
@@ -92,11 +140,18 @@ def discover_directory(cfg: CorpusConfig) -> Discovery:
             out.failed.append(FailedDoc(rel, "discover", f"resolves outside the corpus root ({real})"))
             continue
         try:
-            size = real.stat().st_size
+            st = real.stat()
+            if not stat.S_ISREG(st.st_mode):
+                out.not_regular.append((rel, f"skipped: {file_kind(st.st_mode)}, not a regular file"))
+                continue
+            size = st.st_size
             if size > max_bytes:
                 out.failed.append(FailedDoc(rel, "discover", f"file is {size / 2**20:.1f} MB > corpus.max_file_mb"))
                 continue
-            data = real.read_bytes()
+            data = read_regular(real)
+        except NotRegularFile as exc:  # swapped for a FIFO after the stat
+            out.not_regular.append((rel, f"skipped: {exc}"))
+            continue
         except OSError as exc:
             out.failed.append(FailedDoc(rel, "discover", f"unreadable: {exc.strerror or exc}"))
             continue

@@ -3,11 +3,15 @@ batches, with cache writes along the way so an interrupted run keeps what it pai
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.embedding import Embedder
+
+log = logging.getLogger(__name__)
 
 
 def embed_with_cache(
@@ -20,14 +24,28 @@ def embed_with_cache(
     progress: bool = False,
     on_batch: Callable[[int], None] | None = None,
     chunk_size: int = 512,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
 
     Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
     texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
     to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
+
+    Cached vectors are verified first (checksum, length, finite, norm): one that fails is re-embedded like a
+    miss, never used, and ``warn`` (and the log) get one line naming the cache and the reasons.
     """
-    cached = cache.get_many(embedder.id, shas)
+    cached, bad, unsummed = cache.get_checked(embedder.id, shas, dim=embedder.dim if shas else None,
+                                              normalized=embedder.cfg.normalize)
+    if bad:
+        reasons = ", ".join(f"{n} {why}" for why, n in Counter(bad.values()).most_common())
+        note = (f"embedding cache {cache.path}: {len(bad)} cached vector(s) failed verification ({reasons}); "
+                "re-embedded them, the bad entries were not used")
+        log.warning(note)
+        if warn is not None:
+            warn(note)
+    if unsummed:  # rows written before checksums, checked by value: give them one
+        cache.put_many(embedder.id, [(sha, cached[sha]) for sha in unsummed])
     missing = [i for i, sha in enumerate(shas) if sha not in cached]
     if tokens is None:
         lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []

@@ -21,6 +21,7 @@ from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.cache.sqlite import CacheCorruptError
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc, sha256_bytes
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.discover import NotRegularFile, read_regular
 from ragrig.retrieval.markdown import FrontmatterRefused, parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
@@ -168,7 +169,9 @@ class Extractor:
         if src.path is None:
             raise ExtractionError("no path to read")
         try:
-            data = src.path.read_bytes()
+            data = read_regular(src.path)  # never blocks on a file swapped for a FIFO since discovery
+        except NotRegularFile as exc:
+            raise ExtractionError(f"unreadable: {exc}") from None
         except OSError as exc:
             raise ExtractionError(f"unreadable: {exc.strerror or exc}") from None
         if not data.strip():

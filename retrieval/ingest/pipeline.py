@@ -34,6 +34,7 @@ from ragrig.retrieval.ingest.build import build_version
 from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
 from ragrig.retrieval.ingest.embed import embed_with_cache
+from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.extract import extract_sources, extractor_key
 from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
 from ragrig.retrieval.ingest.stats import IngestStats
@@ -86,7 +87,30 @@ class IngestPipeline:
 
     # ---- stages -------------------------------------------------------------
     def sweep_leftovers(self) -> list[str]:
+        try:
+            return publish.sweep_leftovers(self.layout, self.cfg.index.chroma)
+        except Exception:
+            if not self.restore_damaged_store():
+                raise
         return publish.sweep_leftovers(self.layout, self.cfg.index.chroma)
+
+    def restore_damaged_store(self) -> bool:
+        """After an error from the embedded Chroma store: when its SQLite file is damaged, move it aside and
+        rebuild every published version's collection from the version's chunks and the embedding cache
+        (``ingest/restore.py``), with a warning saying so. False when the store is not damaged (the error is
+        something else)."""
+        if self.cfg.index.chroma.mode != "embedded":
+            return False
+        damage = store_damage(self.layout.chroma_dir)
+        if damage is None:
+            return False
+        if self._embed_cache is None:
+            self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
+        done = restore_store(self.cfg, self.layout, self.embedder, self._embed_cache)
+        note = done.summary(self.layout.chroma_dir, damage)
+        self.stats.warnings.append(note)
+        log.warning("index %s: %s", self.layout.key, note)
+        return True
 
     def verify_current(self) -> str | None:
         """The published version this run may diff against and keep, checked against its manifest (file hashes,
@@ -100,6 +124,8 @@ class IngestPipeline:
                     self._repair("CURRENT", f"{self.layout.current_file} does not name a version")
                 return None
             problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
+            if problems and any(p.startswith("Chroma collection") for p in problems) and self.restore_damaged_store():
+                problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
             if problems:
                 self._repair(current, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
                                                                  if len(problems) > 3 else ""))
@@ -143,6 +169,8 @@ class IngestPipeline:
             found = discover(self.cfg.corpus)
             for f in found.failed:
                 self.stats.fail(f.doc_id, f.stage, f.reason)
+            for rel, why in found.not_regular:
+                self.stats.warnings.append(f"{rel}: {why}")
             self.stats.docs_seen = len(found.docs) + len(found.failed)
         return found
 
@@ -256,7 +284,7 @@ class IngestPipeline:
                 self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
             vecs, new = embed_with_cache(self.embedder, self._embed_cache, [c.search_text for c in chunks],
                                          [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
-                                         progress=self.progress)
+                                         progress=self.progress, warn=self.stats.warnings.append)
             self.stats.chunks_embedded = new
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
             return vecs

@@ -52,6 +52,8 @@ def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | N
     report.files = len(found.docs) + len(found.failed)
     for f in found.failed:
         report.findings.append(Finding(ERROR, f.doc_id, f.reason))
+    for rel, why in found.not_regular:
+        report.findings.append(Finding(WARNING, rel, why))
     c = cfg.corpus
     extractor = Extractor(c.markdown_extractor, c.pdf_pipeline, c.max_doc_chars, c.max_unzipped_mb)  # no cache: writes nothing
     docs = []

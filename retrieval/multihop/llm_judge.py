@@ -11,6 +11,7 @@ from typing import Any
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import JudgeConfig
+from ragrig.configs.redact import redact, url_secrets
 from ragrig.retrieval.multihop.judges import Judgement, Missing, parse_missing
 from ragrig.retrieval.results import Hit
 
@@ -66,19 +67,33 @@ class LLMJudge:
     def judge(self, query: str, hits: Sequence[Hit]) -> Judgement:
         data = chat_json(self.cfg, self._prompt(query, hits), JUDGE_SCHEMA, "hop_judgement", who="LLM judge")
         if not isinstance(data.get("can_answer"), bool):
-            raise RagrigError(
-                f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}")
+            raise RagrigError(redact(
+                f"LLM judge: the JSON does not match the schema (need can_answer: bool): {str(data)[:200]}",
+                judge_secrets(self.cfg)))
         missing = parse_missing(data.get("missing") or [])
         return Judgement(bool(data["can_answer"]), str(data.get("reasoning", "")), [Missing(m) for m in missing])
 
 
+def judge_secrets(cfg: JudgeConfig) -> list[str]:
+    """What must never be shown of this endpoint's settings: the API key and the credentials in ``base_url``."""
+    key = os.environ.get(cfg.api_key_env, "")
+    return [k for k in (key, *url_secrets(cfg.base_url)) if k]
+
+
 def post_chat(cfg: JudgeConfig, body: dict[str, Any], who: str = "LLM judge") -> dict[str, Any]:
     """POST ``body`` to ``<base_url>/chat/completions``; timeouts, connection errors, 429 and 5xx are retried
-    with exponential backoff, anything else is a RagrigError naming ``who`` and the URL."""
+    with exponential backoff, anything else is a RagrigError naming ``who`` and the URL. Every error text has the
+    API key and the URL's credentials masked (an endpoint may echo the key in its body; ``base_url`` may carry
+    ``user:KEY@``), so no warning, JSON field or served answer built from it shows them."""
     import httpx
 
     url = cfg.base_url.rstrip("/") + "/chat/completions"
     key = os.environ.get(cfg.api_key_env, "")
+    secrets = judge_secrets(cfg)
+
+    def fail(text: str) -> RagrigError:
+        return RagrigError(redact(f"{who} at {url}: {text}", secrets))
+
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
@@ -98,12 +113,12 @@ def post_chat(cfg: JudgeConfig, body: dict[str, Any], who: str = "LLM judge") ->
             last = f"HTTP {resp.status_code}"
             continue
         if resp.status_code >= 400:
-            raise RagrigError(f"{who} at {url}: HTTP {resp.status_code}: {resp.text[:200]}")
+            raise fail(f"HTTP {resp.status_code}: {resp.text[:200]}")
         try:
             return resp.json()
         except json.JSONDecodeError:
-            raise RagrigError(f"{who} at {url}: the response is not JSON: {resp.text[:200]!r}") from None
-    raise RagrigError(f"{who} at {url}: {last} ({cfg.retries + 1} attempts)")
+            raise fail(f"the response is not JSON: {resp.text[:200]!r}") from None
+    raise fail(f"{last} ({cfg.retries + 1} attempts)")
 
 
 def chat_json(cfg: JudgeConfig, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
@@ -120,11 +135,14 @@ def chat_json(cfg: JudgeConfig, messages: list[dict[str, str]], schema: dict[str
     try:
         content = reply["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise RagrigError(f"{who}: unexpected reply shape: {str(reply)[:200]}") from None
+        raise RagrigError(redact(f"{who}: unexpected reply shape: {str(reply)[:200]}",
+                                 judge_secrets(cfg))) from None
     try:
         data = json.loads(content)
     except (json.JSONDecodeError, TypeError):
-        raise RagrigError(f"{who}: the model's answer is not valid JSON: {str(content)[:200]!r}") from None
+        raise RagrigError(redact(f"{who}: the model's answer is not valid JSON: {str(content)[:200]!r}",
+                                 judge_secrets(cfg))) from None
     if not isinstance(data, dict):
-        raise RagrigError(f"{who}: the JSON does not match the schema (not an object): {str(data)[:200]}")
+        raise RagrigError(redact(f"{who}: the JSON does not match the schema (not an object): {str(data)[:200]}",
+                                 judge_secrets(cfg)))
     return data

@@ -4,6 +4,7 @@
     POST /context    the same + {tokens?} -> {version, text, citations: {n: chunk id}, tokens, dropped}
     GET  /health     index key, version, model, document and chunk counts, switches, uptime (no token needed)
     GET  /metrics    Prometheus text (metrics.py)
+    GET  /docs, /openapi.json   the API's description (the same token rule as /metrics)
 
 Every answer comes from one index version (``X-Ragrig-Index: key@version``); a newly published version is
 switched to without dropping a request (live.py). Bad input is a 400 ``{"error": "..."}``, never a 500; a body
@@ -91,7 +92,9 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
         yield
         live.stop()
 
-    app = FastAPI(title="ragrig", summary="The evaluated retriever, served", lifespan=lifespan)
+    # /docs and /openapi.json are served below behind the same token rule as /metrics (FastAPI's own are open)
+    app = FastAPI(title="ragrig", summary="The evaluated retriever, served", lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.state.live, app.state.metrics = live, metrics
     app.add_middleware(BodyLimit, max_bytes=cfg.serve.max_request_bytes)
 
@@ -206,5 +209,17 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
     def prometheus(authorization: str | None = Header(None)) -> Response:
         guard(authorization)
         return Response(metrics.render(), media_type=metrics.content_type)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(authorization: str | None = Header(None)) -> Response:
+        guard(authorization)
+        return _json(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs(authorization: str | None = Header(None)) -> Response:
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        guard(authorization)
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="ragrig")
 
     return app

@@ -86,14 +86,16 @@ def test_an_unreadable_file_is_recorded(tmp_path, make_config, embedder, monkeyp
     corpus.mkdir()
     (corpus / "good.md").write_text(GOOD)
     (corpus / "secret.md").write_text("# Secret\n\n## Hidden\n\nNot readable.\n")
-    real = Path.read_bytes
+    import os
 
-    def read_bytes(self):
-        if self.name == "secret.md":
+    real = os.open
+
+    def open_(path, *args, **kwargs):  # discovery opens a document with os.open (O_NONBLOCK) and fstat
+        if Path(path).name == "secret.md":
             raise PermissionError(13, "Permission denied")
-        return real(self)
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", open_)
     pipe = IngestPipeline(make_config(corpus))
     pipe.embedder = embedder
     stats = pipe.run()

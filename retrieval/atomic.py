@@ -1,0 +1,56 @@
+"""The one atomic file writer (``write_atomic``): every output, baseline, test set, manifest, CURRENT and memo
+is written through it, so each keeps what a rename would otherwise lose.
+
+Temp file in the target's folder, fsync, rename over the target: readers see the old or the new file, never
+half. The rename replaces the directory entry it is given, so the writer first resolves symlinks (a symlinked
+test set is updated at its target, and stays a symlink) and gives the new file the old one's mode (and owner,
+where permitted): a 0600 test set stays 0600."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries (a rename, a new file) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` whole or not at all and return the file written (``path``'s symlink target
+    when it is one). ``durable=False`` skips the fsyncs (a memo that is only ever a cache)."""
+    target = Path(os.path.realpath(path))  # a symlink (or a chain) is written at its final target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666  # a new file: 0666 less the umask
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), mode)
+        with os.fdopen(fd, "wb") as fh:
+            if old is not None:
+                os.fchmod(fh.fileno(), mode)  # exactly the old mode, whatever the umask
+                try:
+                    os.fchown(fh.fileno(), old.st_uid, old.st_gid)
+                except OSError:
+                    pass  # another user's file: keep ours (only root may give files away)
+            fh.write(data)
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:  # a full disk, a quota: the old file stays, and no temp file is left
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(target.parent)
+    return target
