@@ -1,8 +1,8 @@
 """A damaged Chroma store (``chroma.sqlite3`` with a bad page: "database disk image is malformed") repaired by
 ingest from what the index already has: the store is moved aside (kept for inspection, never deleted), and the
-collection of every published version whose own files verify is rebuilt from its ``chunks.jsonl`` and the
-embedding cache (a vector the cache lacks, or that fails verification, is embedded again when the version was
-built with the configured model). Nothing is taken from the corpus, so an unchanged corpus is then "unchanged",
+collection of every published version whose own files verify is rebuilt from its ``chunks.jsonl`` and its own
+``vectors.npy`` (versions written before they stored vectors: the embedding cache; a vector the cache lacks, or
+that fails verification, is embedded again when the version was built with the configured model). Nothing is taken from the corpus, so an unchanged corpus is then "unchanged",
 and readers of an older kept version get their collection back too.
 
 Before, the next ingest failed opening the store (exit 1) although ``health`` and ``query`` said that
@@ -23,6 +23,7 @@ from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.format import chunk_metadata, collection_name, read_chunks, read_manifest
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.vectors import read_vectors
 from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.ingest.embed import embed_with_cache
 
@@ -60,7 +61,8 @@ class Restored:
         rebuilt = ", ".join(self.rebuilt) or "none"
         lost = f"; not rebuilt: {'; '.join(self.lost)}" if self.lost else ""
         return (f"the Chroma store {store} is damaged ({damage}): moved it aside to {self.moved_to.name} (delete it "
-                f"when done) and rebuilt the collections of {rebuilt} from their chunks and the embedding cache "
+                f"when done) and rebuilt the collections of {rebuilt} from their chunks and stored vectors (or the "
+                f"embedding cache) "
                 f"({self.embedded} vector(s) embedded again){lost}")
 
 
@@ -86,7 +88,9 @@ def restore_store(cfg: RagrigConfig, layout: Layout, embedder: Embedder, cache: 
         chunks = read_chunks(vdir)
         model_id, dim = manifest["embedding"]["model_id"], int(manifest["embedding"]["dim"])
         shas = [c.sha256 for c in chunks]
-        if model_id == embedder.id:
+        if isinstance(manifest.get("vectors"), dict):  # the version's own vectors, verified with its files above
+            vectors = np.asarray(read_vectors(vdir), dtype=np.float32)
+        elif model_id == embedder.id:
             vectors, new = embed_with_cache(embedder, cache, [c.search_text for c in chunks], shas) if chunks \
                 else (np.zeros((0, dim), dtype=np.float32), 0)
             out.embedded += new

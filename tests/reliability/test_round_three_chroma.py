@@ -60,7 +60,7 @@ def test_ingest_repairs_a_damaged_chroma_sqlite_from_the_version_and_the_embeddi
     assert stats["published"] is force and stats["version"] == ("v000002" if force else "v000001"), stats
     note = next(w for w in stats["warnings"] if "Chroma store" in w)
     assert f"the Chroma store {layout.chroma_dir} is damaged (database disk image is malformed)" in note, note
-    assert "rebuilt the collections of v000001 from their chunks and the embedding cache" in note, note
+    assert "rebuilt the collections of v000001 from their chunks and stored vectors" in note, note
     aside = [p for p in layout.index_dir.iterdir() if p.name.startswith("chroma.damaged-")]
     assert len(aside) == 1 and aside[0].name in note and (aside[0] / "chroma.sqlite3").is_file()  # kept, not lost
 
