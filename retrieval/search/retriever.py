@@ -43,6 +43,7 @@ from ragrig.retrieval.search.candidates import SOURCES, CandidateBatch, Candidat
 from ragrig.retrieval.search.fusion import fuse
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_synonyms
+from ragrig.retrieval.search.rerank import Reranker, widen
 from ragrig.retrieval.search.select import dedup_key, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
@@ -79,6 +80,9 @@ class Retriever:
         self.processor = self.processor_for(cfg.retrieval)
         self.cache: QueryCache[RetrievalResult] = QueryCache(cfg.retrieval.cache_size, cfg.retrieval.cache_ttl_s)
         self._masks: dict[Filters, np.ndarray] = {}
+        self._rerankers: dict[tuple[str, int], Reranker] = {}
+        if cfg.retrieval.rerank.enabled:
+            self.reranker(cfg.retrieval)  # load now, so query timings measure queries, not model loading
         self.load_ms = self._warm()
 
     # ---- per index version, made once -------------------------------------------------------------------
@@ -126,6 +130,16 @@ class Retriever:
             self.sources.vectors(np.ones((1, dim), dtype=np.float32) / np.sqrt(dim), 1, None)
         self.sources.bm25_index.scores(["warm"])
         return (time.perf_counter() - t0) * 1000
+
+    def reranker(self, r: RetrievalConfig) -> Reranker:
+        """The rerank stage's cross-encoder for ``r.rerank``, loaded once (its pair scores kept with it)."""
+        key = (r.rerank.model, r.rerank.batch_size)
+        got = self._rerankers.get(key)
+        if got is None:
+            from ragrig.retrieval.encoders.cross_encoder import load_cross_encoder
+
+            got = self._rerankers[key] = Reranker(load_cross_encoder(*key, device=self.cfg.embedding.device))
+        return got
 
     def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
         """The query processor for a retrieval config (normalisation, expansion, synonyms), built once."""
@@ -204,8 +218,15 @@ class Retriever:
         shaped = [bool(pq.comparison) or r.adaptive.enabled or r.section_expansion_tokens > 0 for pq in processed]
         enough = max(k, r.adaptive.max_results if r.adaptive.enabled else 0)
         relevance = self._relevance(batch, processed, memo) if r.min_relevance > 0 else None
-        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in processed], self.dedup, relevance)
+        limits = [None if pq.comparison else enough for pq in processed]
+        sel = select(batch, fused, r, widen(limits, r.rerank), self.dedup, relevance)
         share = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
+        reranked = None
+        if r.rerank.enabled:  # the fused rerank stage (rerank.py): each query's top_n rescored, then cut again
+            sel, reranked, ms = self.reranker(r).apply(sel, batch.rows, [pq.raw for pq in processed], limits,
+                                                       r.rerank, lambda row: self.chunks[row].search_text)
+            for q in range(len(queries)):
+                t[q]["rerank"] = ms / max(1, len(queries))
         pins = self._entity_rows(processed, r, filters, memo)
         starts = batch.bounds()
         out = []
@@ -221,6 +242,11 @@ class Retriever:
                  else min(max(n_hits, r.top_k) if hops[q] == 1 else n_hits, len(rows)))
             hit_list = [self._hit(row, score, cs, e - first, None if relevance is None else float(relevance[e]))
                         for row, score, e in zip(rows[:n], scores[:n].tolist(), elems[:n].tolist())]
+            if reranked is not None:
+                for h in hit_list:
+                    got = reranked[q].get(self._rows[h.chunk_id])
+                    if got is not None:
+                        h.sources["rerank"] = SourceScore(*got)
             if shaped[q]:
                 hit_list = self._shape(hit_list, pins.get(q, []), cs, r, k)
                 ranked = [self.chunks[self._rows[h.chunk_id]] for h in hit_list]
