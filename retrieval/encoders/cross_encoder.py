@@ -6,8 +6,8 @@
 - a local folder holding ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``: the same runner;
 - any other local folder: sentence-transformers' ``CrossEncoder``.
 
-Pairs are scored in batches of ``batch_size`` (padded to the batch's longest pair, truncated to the model's 512
-tokens, the passage cut first). The int8 export quantises activations per call, so a pair's score moves slightly
+Pairs are tokenized once (truncated to the model's 512 tokens, the passage cut first), sorted by length and
+scored in batches of ``batch_size`` padded to the batch's longest pair (little padding: neighbours in length). The int8 export quantises activations per call, so a pair's score moves slightly
 with its batch-mates (as the embeddings do: ``docs/encoders.md``); ``batch_size: 1`` makes each score a
 function of its pair alone, at a cost in speed.
 """
@@ -52,7 +52,7 @@ class OnnxCrossEncoder:
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(_max_tokens(folder, max_tokens), strategy="only_second")
-        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
+        self.tokenizer.no_padding()
         opts = ort.SessionOptions()
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
@@ -65,14 +65,21 @@ class OnnxCrossEncoder:
         self.output = "logits" if "logits" in outs else outs[0]
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Logits of every pair: tokenized once, sorted by length and batched, so a batch pads to little."""
+        enc = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
+        order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
         out = np.empty(len(pairs), dtype=np.float64)
-        for lo in range(0, len(pairs), self.batch_size):
-            enc = self.tokenizer.encode_batch([(q, p) for q, p in pairs[lo : lo + self.batch_size]])
-            feed = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                    "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                    "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+        for lo in range(0, len(order), self.batch_size):
+            idx = order[lo : lo + self.batch_size]
+            width = max(len(enc[i].ids) for i in idx)
+            feed = {name: np.zeros((len(idx), width), dtype=np.int64)
+                    for name in ("input_ids", "attention_mask", "token_type_ids")}
+            for j, i in enumerate(idx):
+                e, n = enc[i], len(enc[i].ids)
+                feed["input_ids"][j, :n], feed["attention_mask"][j, :n], feed["token_type_ids"][j, :n] = (
+                    e.ids, e.attention_mask, e.type_ids)
             logits = self.session.run([self.output], {k: v for k, v in feed.items() if k in self.inputs})[0]
-            out[lo : lo + len(enc)] = np.asarray(logits, dtype=np.float64).reshape(len(enc), -1)[:, 0]
+            out[idx] = np.asarray(logits, dtype=np.float64).reshape(len(idx), -1)[:, 0]
         return out
 
 
