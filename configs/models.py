@@ -131,7 +131,7 @@ class FusionConfig(Strict):
     @field_validator("weights")
     @classmethod
     def _known_sources(cls, v: dict[str, float]) -> dict[str, float]:
-        allowed = {"bm25", "vector", "header"}
+        allowed = {"bm25", "vector", "header", "section", "vector2"}  # the last two: retrieval/search/views.py
         bad = sorted(set(v) - allowed)
         if bad:
             raise ValueError(f"unknown source(s) {bad}; supported: {sorted(allowed)}")
@@ -185,6 +185,15 @@ class RerankConfig(Strict):
     batch_size: int = Field(16, ge=1, le=1024)
 
 
+class ViewsConfig(Strict):
+    """More views as fused sources (``retrieval/search/views.py``), each on when its fusion weight is > 0:
+    ``section`` (whole-section vectors; a chunk takes its section's score) and ``vector2`` (this model's vectors)."""
+
+    second_model: str | None = Field(None, min_length=1, description=(
+        "an embedding.model value (packaged name, local folder or hub name) whose vectors of every chunk are the "
+        "'vector2' source; embedded through the embedding cache on first use"))
+
+
 TOP_K_MAX = 1000
 MAX_HOPS_MAX = 5
 
@@ -210,8 +219,15 @@ class RetrievalConfig(Strict):
         "this token budget; 0 disables it"))
     dedup: bool = True
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+    views: ViewsConfig = Field(default_factory=ViewsConfig)
     cache_size: int = Field(256, ge=0)
     cache_ttl_s: float = Field(600.0, ge=0)
+
+    @model_validator(mode="after")
+    def _second_model_for_vector2(self) -> RetrievalConfig:
+        if self.fusion.weights.get("vector2", 0) > 0 and not self.views.second_model:
+            raise ValueError("fusion.weights.vector2 > 0 needs retrieval.views.second_model (an embedding model)")
+        return self
 
 
 def settings_digest(model: BaseModel) -> str:

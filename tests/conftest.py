@@ -124,7 +124,8 @@ def make_report():
 # resolved today shows them; everything else must read back exactly as the fixture wrote it.
 ADDED_SINCE_INDEX_V1 = {("embedding", "backend"): "auto", ("chunking", "title_path"): False,
                         ("retrieval", "rerank"): {"enabled": False, "model": "ms-marco-MiniLM-L-12-v2", "top_n": 20,
-                                                  "weight": 0.3, "normalization": "zscore", "batch_size": 16}}
+                                                  "weight": 0.3, "normalization": "zscore", "batch_size": 16},
+                        ("retrieval", "views"): {"second_model": None}}
 
 
 @pytest.fixture

@@ -47,6 +47,7 @@ from ragrig.retrieval.search.rerank import Reranker, widen
 from ragrig.retrieval.search.select import dedup_key, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
+from ragrig.retrieval.search.views import VIEWS, ExactView, section_groups
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class Retriever:
         self.cache: QueryCache[RetrievalResult] = QueryCache(cfg.retrieval.cache_size, cfg.retrieval.cache_ttl_s)
         self._masks: dict[Filters, np.ndarray] = {}
         self._rerankers: dict[tuple[str, int], Reranker] = {}
+        self._second_views: dict[str, ExactView] = {}
         if cfg.retrieval.rerank.enabled:
             self.reranker(cfg.retrieval)  # load now, so query timings measure queries, not model loading
         self.load_ms = self._warm()
@@ -319,8 +321,10 @@ class Retriever:
         keys: list[dict[str, Hashable]] = []
         for pq in processed:
             keys.append({s: (s, pq.bm25_text, depth, filters) if s == "bm25" else
-                         (s, pq.text, depth, filters) if s == "vector" else
+                         (s, pq.text, depth, filters) if s in ("vector", "section") else
+                         (s, pq.text, depth, filters, r.views.second_model) if s == "vector2" else
                          (s, pq.text, depth, r.header_threshold, filters) for s in active})
+        self._view_candidates(keys, r, mask, depth, memo, t)  # views.py: section and vector2 (when weighted)
         if "vector" in active:
             todo = list(dict.fromkeys(key["vector"] for key in keys if key["vector"] not in memo.runs))
             t0 = time.perf_counter()
@@ -337,7 +341,7 @@ class Retriever:
                 t[q]["embed"], t[q]["vector"] = embed, vector
         for q, pq in enumerate(processed):
             for s, key in keys[q].items():
-                if s == "vector":
+                if s == "vector" or s in VIEWS:
                     continue
                 t0 = time.perf_counter()
                 if key not in memo.runs:
@@ -345,6 +349,44 @@ class Retriever:
                                       else self.sources.header(pq.text, depth, mask, r.header_threshold))
                 t[q][s] = (time.perf_counter() - t0) * 1000
         return keys
+
+    # ---- more views (views.py): whole-section vectors and a second encoder, as fused sources -------------
+    @cached_property
+    def section_view(self) -> ExactView:
+        texts, groups = section_groups(self.chunks)
+        return ExactView(texts, groups, self.embedder, self.version.layout.embedding_cache)
+
+    def second_view(self, model: str) -> ExactView:
+        views = self._second_views
+        if model not in views:
+            second = Embedder(self.cfg.embedding.model_copy(update={"model": model, "query_prefix": None,
+                                                                    "document_prefix": "", "backend": "auto"}),
+                              memo_file=self.version.layout.cache_dir / "model-digests.json")
+            views[model] = ExactView([c.search_text for c in self.chunks], [[i] for i in range(len(self.chunks))],
+                                     second, self.version.layout.embedding_cache)
+        return views[model]
+
+    def _view_candidates(self, keys: list[dict[str, Hashable]], r: RetrievalConfig, mask: np.ndarray | None,
+                         depth: int, memo: CandidateMemo, t: list[dict[str, float]]) -> None:
+        for s in VIEWS:
+            todo = list(dict.fromkeys(k[s] for k in keys if s in k and k[s] not in memo.runs))
+            if not any(s in k for k in keys):
+                continue
+            t0 = time.perf_counter()
+            if todo:
+                texts = [key[1] for key in todo]
+                if s == "section":
+                    fresh = list(dict.fromkeys(x for x in texts if x not in memo.vectors))
+                    if fresh:
+                        memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+                    view, qvecs = self.section_view, np.vstack([memo.vectors[x] for x in texts])
+                else:
+                    view = self.second_view(str(r.views.second_model))
+                    qvecs = view.query_vectors(texts)
+                memo.runs.update(zip(todo, view.search(qvecs, depth, mask)))
+            ms = (time.perf_counter() - t0) * 1000 / max(1, len(keys))
+            for q in range(len(keys)):
+                t[q][s] = ms
 
     def _batch(self, keys: list[dict[str, Hashable]], memo: CandidateMemo) -> CandidateBatch:
         """The queries' candidate sets (each run key starts with its source's name), memoised per combination of
