@@ -89,15 +89,29 @@ class ChunkingConfig(Strict):
         "path, so what BM25 and the model see says which document a section is from"))
 
 
+class EndpointConfig(Strict):
+    """``embedding.backend: openai``: an OpenAI-compatible embeddings endpoint (retrieval/encoders/endpoint_backend.py)."""
+
+    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://")
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                             description="the environment variable holding the key (never a file, never logged)")
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    retries: int = Field(3, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0, le=60)
+    window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
+
+
 class EmbeddingConfig(Strict):
     model: str = "all-MiniLM-L6-v2"
-    backend: Literal["auto", "torch", "onnx"] = Field(
-        "auto", description="auto: ONNX for packaged ONNX models and folders with model.onnx and no torch weights")
+    backend: Literal["auto", "torch", "onnx", "openai"] = Field(
+        "auto", description="auto: ONNX for packaged ONNX models and folders with model.onnx and no torch weights; "
+        "openai: the model at an OpenAI-compatible embeddings endpoint (embedding.endpoint)")
     batch_size: int = Field(32, ge=1, le=4096)
-    device: str = "cpu"
+    device: str = Field("cpu", description="a torch device, or auto: CUDA when torch sees a GPU, else the CPU")
     normalize: bool = True
     query_prefix: str | None = Field(None, description="null: the model's own (bge v1.5: its retrieval instruction)")
     document_prefix: str = ""
+    endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
 
 
 class Bm25Config(Strict):
@@ -321,6 +335,9 @@ class RagrigConfig(Strict):
         if out["backend"] == "auto":  # the default keys as configs written before the setting did
             del out["backend"]
         out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)
+        endpoint = out.pop("endpoint")  # only an endpoint model's URL changes what an index holds
+        if out.get("backend") == "openai":
+            out["endpoint"] = endpoint["base_url"]
         return out
 
     def ingest_hash(self) -> str:

@@ -89,7 +89,9 @@ class TorchCrossEncoder:
 
         self.id = path
         self.batch_size = batch_size
-        self.model = CrossEncoder(path, device=device)
+        from ragrig.retrieval.encoders.device import resolve_device
+
+        self.model = CrossEncoder(path, device=resolve_device(device))
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         got = self.model.predict([list(p) for p in pairs], batch_size=self.batch_size, show_progress_bar=False)
