@@ -88,5 +88,7 @@ def summary_markdown(r: TuneResult) -> str:
         lines += ["", f"Honesty check: tuned on {h['tune_cases']} cases, {h['held_cases']} held out (fraction "
                   f"{h['fraction']}, seed {h['seed']}): the pick `{h['pick']}` scores {h['held_score']:.4f} on the "
                   f"held-out cases (default {h['held_default']:.4f}); its estimate {h['estimate']:.4f} "
-                  f"{_ci(h['estimate_ci'])} {'contains' if h['within'] else 'does NOT contain'} it."]
+                  f"{_ci(h['estimate_ci'])} {'contains' if h['within'] else 'does NOT contain'} it; its gain over the "
+                  f"default there {h['held_gain']:+.4f}, the estimated gain {h['gain']:+.4f} {_ci(h['gain_ci'])} "
+                  f"{'contains' if h['gain_within'] else 'does NOT contain'} it."]
     return "\n".join(lines)

@@ -110,11 +110,16 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
     if holdout is not None:
         h = np.nonzero(held)[0]
         lo, hi = result.estimate_ci
-        held_score = float(scores[winner, h].mean())
+        held_score, held_default = float(scores[winner, h].mean()), float(scores[0, h].mean())
+        glo, ghi = result.gain_ci
+        # the level moves with how hard each half's cases are (the default moves with it); the gain over the
+        # default on the same cases is what the decision rests on, so both are checked
         result.holdout = {"fraction": holdout, "seed": spec.seed, "tune_cases": int(len(tune_idx)),
                           "held_cases": int(len(h)), "pick": labels[winner], "held_score": held_score,
-                          "held_default": float(scores[0, h].mean()), "estimate": result.estimate,
-                          "estimate_ci": [lo, hi], "within": bool(lo <= held_score <= hi)}
+                          "held_default": held_default, "estimate": result.estimate,
+                          "estimate_ci": [lo, hi], "within": bool(lo <= held_score <= hi),
+                          "held_gain": held_score - held_default, "gain": result.gain, "gain_ci": [glo, ghi],
+                          "gain_within": bool(glo <= held_score - held_default <= ghi)}
     elif dec.significant and write:
         result.written = write_winner(Path(write), items[winner][2], result)
     result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,

@@ -60,6 +60,8 @@ def print_tune(r: dict[str, Any]) -> None:
         print(f"honesty check: tuned on {h['tune_cases']} cases, pick '{h['pick']}' scores {h['held_score']:.4f} on "
               f"the {h['held_cases']} held out (default {h['held_default']:.4f}); estimate {h['estimate']:.4f} "
               f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
+        print(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
+              f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
     print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
         print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in r["winner_overrides"].items()))

@@ -58,7 +58,8 @@ seed: 1
     h = json.loads(out2.read_text())
     assert h["holdout"]["tune_cases"] + h["holdout"]["held_cases"] == 100 and h["written"] is None
     assert not (tmp_path / "no.yaml").exists()
-    assert isinstance(h["holdout"]["within"], bool)
+    assert isinstance(h["holdout"]["within"], bool) and isinstance(h["holdout"]["gain_within"], bool)
+    assert h["holdout"]["held_gain"] == pytest.approx(h["holdout"]["held_score"] - h["holdout"]["held_default"])
     assert time.process_time() - t0 < 60
 
 
