@@ -46,6 +46,8 @@ def widen(limits: Sequence[int | None], cfg: RerankConfig) -> list[int | None]:
 
 
 class Reranker:
+    MAX_PAIRS = 200_000  # a long-running server's pair scores are dropped (all at once) past this many
+
     def __init__(self, scorer: PairScorer) -> None:
         self.scorer = scorer
         self.cache: dict[tuple[str, int], float] = {}
@@ -54,6 +56,8 @@ class Reranker:
         """Each query's cross-encoder scores for its rows; pairs not seen before are scored in one call."""
         todo = list(dict.fromkeys((q, r) for q, rs in zip(queries, rows) for r in rs if (q, r) not in self.cache))
         if todo:
+            if len(self.cache) + len(todo) > self.MAX_PAIRS:
+                self.cache.clear()
             got = self.scorer.score([(q, text(r)) for q, r in todo])
             self.cache.update(zip(todo, got.tolist()))
         return [np.array([self.cache[(q, r)] for r in rs], dtype=np.float64) for q, rs in zip(queries, rows)]

@@ -70,6 +70,9 @@ class ExactView:
 
     def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
         fresh = [t for t in dict.fromkeys(texts) if t not in self.queries]
+        if len(self.queries) + len(fresh) > 100_000:  # a long-running server: drop them all past this many
+            self.queries.clear()
+            fresh = list(dict.fromkeys(texts))
         if fresh:
             self.queries.update(zip(fresh, self.embedder.encode_queries(fresh)))
         return np.vstack([self.queries[t] for t in texts])

@@ -49,3 +49,12 @@ def test_unknown_top_level_field_and_bad_metric(tmp_path):
         load_space(space(tmp_path, "name: s\nmetric: ndgc@10\ngrid: {retrieval.top_k: [5]}\n"))
     with pytest.raises(InputError, match=r"folds: Input should be greater than or equal to 2"):
         load_space(space(tmp_path, "name: s\nfolds: 1\ngrid: {retrieval.top_k: [5]}\n"))
+
+
+def test_colliding_short_labels_use_whole_keys(tmp_path):
+    # both would be labelled 'normalization=minmax' (the last key segment)
+    spec = load_space(space(tmp_path, """name: s
+configs: [{retrieval.fusion.normalization: minmax}, {retrieval.rerank.normalization: minmax}]
+"""))
+    assert [label for label, _, _ in resolve_space(spec)] == [
+        "default", "retrieval.fusion.normalization=minmax", "retrieval.rerank.normalization=minmax"]
