@@ -38,6 +38,21 @@ def load_space(path: str | Path) -> TuneSpace:
     return spec
 
 
+def with_options(spec: TuneSpace, **options: Any) -> TuneSpace:
+    """The space with command-line options (folds, seed, alpha, stratify, base) over its own, validated: a bad
+    one is one line naming the option and the value."""
+    from pydantic import ValidationError
+
+    try:
+        out = TuneSpace.model_validate({**spec.model_dump(), **options})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise InputError(f"--{field}={options.get(field)!r}: {err['msg']}") from None
+    out.path = spec.path
+    return out
+
+
 def with_default(spec: TuneSpace) -> TuneSpace:
     """The space with the default (no overrides) as its first explicit candidate."""
     configs = [{}, *(c for c in spec.configs if c)]

@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
 
 def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.tune.run import run_tune
-    from ragrig.eval.tune.space import load_space, resolve_space
+    from ragrig.eval.tune.space import load_space, resolve_space, with_options
     from ragrig.flows.render.tune import print_tune, progress_bar
 
     spec = load_space(args.space)
@@ -42,8 +42,7 @@ def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         update["stratify"] = False
     if args.config and not spec.base:
         update["base"] = str(Path(args.config).resolve())
-    spec = type(spec).model_validate({**spec.model_dump(), **update, "path": spec.path}) if update else spec
-    spec.path = spec.path or args.space
+    spec = with_options(spec, **update) if update else spec
     configs = resolve_space(spec, args.overrides)  # every candidate validated before any work
     testsets = [str(Path(t).resolve()) for t in args.testset] or None
     write = args.write or f"tuned-{spec.name}.yaml"

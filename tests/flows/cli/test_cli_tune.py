@@ -79,3 +79,5 @@ def test_tune_bad_input_is_one_line(tmp_path, capsys):
                                                "use --folds 2 or fewer, or --no-stratify")
     assert main(["tune", str(space), "--testset", str(ts), "--folds", "9"]) == 2
     assert "folds=9 is larger than the test set's 8 cases" in capsys.readouterr().err
+    assert main(["tune", str(space), "--testset", str(ts), "--alpha", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --alpha=2.0: Input should be less than 1"
