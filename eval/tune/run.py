@@ -158,3 +158,6 @@ def _log(cfg: Any, r: TuneResult) -> None:
             "tune.default": r.default_estimate, "tune.gain": r.gain, "tune.p": r.p},
            {"ragrig.tune": r.name, "ragrig.tune.verdict": r.verdict, "ragrig.tune.winner": r.winner,
             "ragrig.tune.default_label": DEFAULT_LABEL})
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient().update_run(r.parent_run_id or "", name=f"tune: {r.name}")  # the sweep machinery named it

@@ -46,6 +46,7 @@ seed: 1
     client = MlflowClient()
     parent = client.get_run(r["parent_run_id"])
     assert parent.data.metrics["tune.heldout"] == pytest.approx(r["estimate"])
+    assert parent.info.run_name == "tune: tiny" and parent.data.tags["ragrig.tune.verdict"].startswith("winner:")
     child = client.get_run(r["candidates"][1]["run_ids"][0])
     assert child.data.tags["mlflow.parentRunId"] == r["parent_run_id"]
     folds = [child.data.metrics[f"tune.fold.{f}.ndcg_at_10"] for f in range(5)]
