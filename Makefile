@@ -12,7 +12,7 @@ export MLFLOW_DISABLE_TELEMETRY ?= true
 export RAGAS_DO_NOT_TRACK ?= true
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: install run test test-fast quality bench baseline clean
+.PHONY: install run test test-fast quality tune-suite bench baseline clean
 
 install: $(STAMP)
 
@@ -49,6 +49,18 @@ test-fast: install
 QUALITY_ARGS ?=
 quality: install
 	$(PY) benchmarks/quality.py --compare benchmarks/results/quality-before.json $(QUALITY_ARGS)
+
+# Issue 28's must-shows: `ragrig tune` on each dev corpus with its space (configs/tune/<corpus>.yaml: fusion x
+# vector weight, depth, hops, section view, rerank at two weights, bge-small, 128-token chunks), nested 5-fold CV.
+# Long: each corpus builds two more indexes (bge-small; 128-token chunks), SciFact's ~25 min each on 2 cores, and
+# the rerank candidates score 20 pairs per case. A winner is written to configs/tuned-<corpus>.yaml only when
+# its held-out gain is significant; the JSON goes to benchmarks/results/tune-<corpus>.json.
+TUNE_CORPORA ?= pydantic-docs srd scifact
+tune-suite: install
+	for c in $(TUNE_CORPORA); do \
+		$(VENV)/bin/ragrig tune configs/tune/$$c.yaml --write configs/tuned-$$c.yaml \
+			--output-json benchmarks/results/tune-$$c.json || exit 1; \
+	done
 
 # Every benchmark of docs/results.md, then benchmarks/results/README.md (tables, goals, plots). Needs ../shared
 # (SciFact, SRD). About an hour on 2 cores the first time (SciFact: a cold ingest and two raw encodes,

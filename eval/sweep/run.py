@@ -10,11 +10,13 @@ and every config on its index evaluated with ``evaluate_testsets`` on a retrieve
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
+from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.parent import child_options, finish_parent, start_parent
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
@@ -26,10 +28,14 @@ from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
 Item = tuple[str, dict[str, Any], RagrigConfig]  # (label, overrides, config): one of ``Resolved``
+OnReport = Callable[[SweepRow, EvalReport], None]
+"""Called after each (config, test set) with its row and whole report (``ragrig tune`` reads per-case scores
+from it and drives a progress bar)."""
 
 
 def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
-              stage: StageCall | None = None, configs: Resolved | None = None) -> SweepResult:
+              stage: StageCall | None = None, configs: Resolved | None = None,
+              on_report: OnReport | None = None) -> SweepResult:
     """Run a sweep. ``configs``: ``resolve(spec, extra)`` when the caller already validated them (the CLI).
     ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in flows/sweep.py passes
     one that runs it as a task), so the sequence lives here only."""
@@ -50,7 +56,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
         with frozen_heap():
             seen_texts: set[str] = set()
             for items in groups.values():
-                _run_group(spec, items, sets, result, seen_texts, parent, call, progress)
+                _run_group(spec, items, sets, result, seen_texts, parent, call, progress, on_report)
     finally:
         result.seconds["total"] = time.perf_counter() - t0
         if parent is not None:
@@ -63,7 +69,7 @@ def _ingest(cfg: RagrigConfig, progress: bool) -> IngestStats:
 
 
 def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: SweepResult, seen_texts: set[str],
-               parent: Any, call: StageCall, progress: bool) -> None:
+               parent: Any, call: StageCall, progress: bool, on_report: OnReport | None = None) -> None:
     """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
     once, then evaluate (and log) every config on every test set."""
     cfg0 = items[0][2]
@@ -82,5 +88,8 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
             t2 = time.perf_counter()
             [report] = evaluate_testsets(cfg, [ts], retriever=retriever, targets=[targets], label=label, log=log,
                                          stage=call, memo=memo)
-            result.rows.append(SweepRow(label, ov, version.layout.key, ts.name, report.overall,
-                                        time.perf_counter() - t2, report.mlflow_run_id))
+            row = SweepRow(label, ov, version.layout.key, ts.name, report.overall, time.perf_counter() - t2,
+                           report.mlflow_run_id)
+            result.rows.append(row)
+            if on_report is not None:
+                on_report(row, report)

@@ -37,13 +37,14 @@ class SweepSpec(BaseModel):
         return self
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
+def load_sweep(path: str | Path, model: type[SweepSpec] | None = None) -> SweepSpec:
+    """A sweep file (or, with ``model``, a file of a richer shape built on it: ``ragrig tune``'s space)."""
     p = Path(path)
     located = load_yaml(p)
     try:
-        spec = SweepSpec.model_validate(located.data or {})
+        spec = (model or SweepSpec).model_validate(located.data or {})
     except ValidationError as exc:
-        raise located.validation_error(exc, "invalid sweep file") from None
+        raise located.validation_error(exc, f"invalid {'sweep' if model is None else 'space'} file") from None
     base_dir = p.resolve().parent
     if spec.base:
         spec.base = str((base_dir / spec.base).resolve())

@@ -54,6 +54,9 @@ def _folder_backend(folder: Path, wanted: str) -> str:
 
 
 def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
+    if cfg.backend == "openai":  # endpoint_backend.py; the probe digest joins the id once the model answers
+        return ModelRef("openai", cfg.endpoint.base_url, f"{cfg.model} @ {cfg.endpoint.base_url.rstrip('/')}",
+                        ["openai-compatible"])
     entry = packaged(cfg.model, cfg.backend)
     if entry is not None:
         if cfg.backend not in ("auto", entry.backend):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import EmbeddingConfig
+from ragrig.retrieval.encoders.device import resolve_device
 
 
 class TorchEncoder:
@@ -19,7 +20,7 @@ class TorchEncoder:
         hf_logging.disable_progress_bar()  # the weight-loading bar is noise on every command
         self.cfg = cfg
         try:
-            self.model = SentenceTransformer(target, device=cfg.device)
+            self.model = SentenceTransformer(target, device=resolve_device(cfg.device))
         except Exception as exc:
             raise InputError(
                 f"embedding.model: cannot load {cfg.model!r} ({type(exc).__name__}: {str(exc)[:200]}). "

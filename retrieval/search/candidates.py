@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SOURCES = ("bm25", "vector", "header")  # the canonical order: fused scores add the sources' terms in it
+SOURCES = ("bm25", "vector", "header", "section", "vector2")  # the canonical order: fused scores add the sources'
+# terms in it (the last two: views.py)
 
 Normalizer = Callable[[np.ndarray], np.ndarray]
 

@@ -43,10 +43,12 @@ from ragrig.retrieval.search.candidates import SOURCES, CandidateBatch, Candidat
 from ragrig.retrieval.search.fusion import fuse
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor, load_synonyms
+from ragrig.retrieval.search.rerank import Reranker, widen
 from ragrig.retrieval.search.select import dedup_key, select
 from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_entities
 from ragrig.retrieval.search.sources import Sources
 from ragrig.retrieval.search.vector_search import open_vector_search
+from ragrig.retrieval.search.views import VIEWS, ExactView, section_groups
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,10 @@ class Retriever:
         self.processor = self.processor_for(cfg.retrieval)
         self.cache: QueryCache[RetrievalResult] = QueryCache(cfg.retrieval.cache_size, cfg.retrieval.cache_ttl_s)
         self._masks: dict[Filters, np.ndarray] = {}
+        self._rerankers: dict[tuple[str, int], Reranker] = {}
+        self._second_views: dict[str, ExactView] = {}
+        if cfg.retrieval.rerank.enabled:
+            self.reranker(cfg.retrieval)  # load now, so query timings measure queries, not model loading
         self.load_ms = self._warm()
 
     @property
@@ -135,6 +141,16 @@ class Retriever:
             self.sources.vectors(np.ones((1, dim), dtype=np.float32) / np.sqrt(dim), 1, None)
         self.sources.bm25_index.scores(["warm"])
         return (time.perf_counter() - t0) * 1000
+
+    def reranker(self, r: RetrievalConfig) -> Reranker:
+        """The rerank stage's cross-encoder for ``r.rerank``, loaded once (its pair scores kept with it)."""
+        key = (r.rerank.model, r.rerank.batch_size)
+        got = self._rerankers.get(key)
+        if got is None:
+            from ragrig.retrieval.encoders.cross_encoder import load_cross_encoder
+
+            got = self._rerankers[key] = Reranker(load_cross_encoder(*key, device=self.cfg.embedding.device))
+        return got
 
     def processor_for(self, r: RetrievalConfig) -> QueryProcessor:
         """The query processor for a retrieval config (normalisation, expansion, synonyms), built once."""
@@ -213,8 +229,15 @@ class Retriever:
         shaped = [bool(pq.comparison) or r.adaptive.enabled or r.section_expansion_tokens > 0 for pq in processed]
         enough = max(k, r.adaptive.max_results if r.adaptive.enabled else 0)
         relevance = self._relevance(batch, processed, memo) if r.min_relevance > 0 else None
-        sel = select(batch, fused, r, [None if pq.comparison else enough for pq in processed], self.dedup, relevance)
+        limits = [None if pq.comparison else enough for pq in processed]
+        sel = select(batch, fused, r, widen(limits, r.rerank), self.dedup, relevance)
         share = (time.perf_counter() - t0) * 1000 / max(1, len(queries))
+        reranked = None
+        if r.rerank.enabled:  # the fused rerank stage (rerank.py): each query's top_n rescored, then cut again
+            sel, reranked, ms = self.reranker(r).apply(sel, batch.rows, [pq.raw for pq in processed], limits,
+                                                       r.rerank, lambda row: self.chunks[row].search_text)
+            for q in range(len(queries)):
+                t[q]["rerank"] = ms / max(1, len(queries))
         pins = self._entity_rows(processed, r, filters, memo)
         starts = batch.bounds()
         out = []
@@ -230,6 +253,11 @@ class Retriever:
                  else min(max(n_hits, r.top_k) if hops[q] == 1 else n_hits, len(rows)))
             hit_list = [self._hit(row, score, cs, e - first, None if relevance is None else float(relevance[e]))
                         for row, score, e in zip(rows[:n], scores[:n].tolist(), elems[:n].tolist())]
+            if reranked is not None:
+                for h in hit_list:
+                    got = reranked[q].get(self._rows[h.chunk_id])
+                    if got is not None:
+                        h.sources["rerank"] = SourceScore(*got)
             if shaped[q]:
                 hit_list = self._shape(hit_list, pins.get(q, []), cs, r, k)
                 ranked = [self.chunks[self._rows[h.chunk_id]] for h in hit_list]
@@ -302,8 +330,10 @@ class Retriever:
         keys: list[dict[str, Hashable]] = []
         for pq in processed:
             keys.append({s: (s, pq.bm25_text, depth, filters) if s == "bm25" else
-                         (s, pq.text, depth, filters) if s == "vector" else
+                         (s, pq.text, depth, filters) if s in ("vector", "section") else
+                         (s, pq.text, depth, filters, r.views.second_model) if s == "vector2" else
                          (s, pq.text, depth, r.header_threshold, filters) for s in active})
+        self._view_candidates(keys, r, mask, depth, memo, t)  # views.py: section and vector2 (when weighted)
         if "vector" in active:
             todo = list(dict.fromkeys(key["vector"] for key in keys if key["vector"] not in memo.runs))
             t0 = time.perf_counter()
@@ -320,7 +350,7 @@ class Retriever:
                 t[q]["embed"], t[q]["vector"] = embed, vector
         for q, pq in enumerate(processed):
             for s, key in keys[q].items():
-                if s == "vector":
+                if s == "vector" or s in VIEWS:
                     continue
                 t0 = time.perf_counter()
                 if key not in memo.runs:
@@ -328,6 +358,44 @@ class Retriever:
                                       else self.sources.header(pq.text, depth, mask, r.header_threshold))
                 t[q][s] = (time.perf_counter() - t0) * 1000
         return keys
+
+    # ---- more views (views.py): whole-section vectors and a second encoder, as fused sources -------------
+    @cached_property
+    def section_view(self) -> ExactView:
+        texts, groups = section_groups(self.chunks)
+        return ExactView(texts, groups, self.embedder, self.version.layout.embedding_cache)
+
+    def second_view(self, model: str) -> ExactView:
+        views = self._second_views
+        if model not in views:
+            second = Embedder(self.cfg.embedding.model_copy(update={"model": model, "query_prefix": None,
+                                                                    "document_prefix": "", "backend": "auto"}),
+                              memo_file=self.version.layout.cache_dir / "model-digests.json")
+            views[model] = ExactView([c.search_text for c in self.chunks], [[i] for i in range(len(self.chunks))],
+                                     second, self.version.layout.embedding_cache)
+        return views[model]
+
+    def _view_candidates(self, keys: list[dict[str, Hashable]], r: RetrievalConfig, mask: np.ndarray | None,
+                         depth: int, memo: CandidateMemo, t: list[dict[str, float]]) -> None:
+        for s in VIEWS:
+            todo = list(dict.fromkeys(k[s] for k in keys if s in k and k[s] not in memo.runs))
+            if not any(s in k for k in keys):
+                continue
+            t0 = time.perf_counter()
+            if todo:
+                texts = [key[1] for key in todo]
+                if s == "section":
+                    fresh = list(dict.fromkeys(x for x in texts if x not in memo.vectors))
+                    if fresh:
+                        memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+                    view, qvecs = self.section_view, np.vstack([memo.vectors[x] for x in texts])
+                else:
+                    view = self.second_view(str(r.views.second_model))
+                    qvecs = view.query_vectors(texts)
+                memo.runs.update(zip(todo, view.search(qvecs, depth, mask)))
+            ms = (time.perf_counter() - t0) * 1000 / max(1, len(keys))
+            for q in range(len(keys)):
+                t[q][s] = ms
 
     def _batch(self, keys: list[dict[str, Hashable]], memo: CandidateMemo) -> CandidateBatch:
         """The queries' candidate sets (each run key starts with its source's name), memoised per combination of

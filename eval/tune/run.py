@@ -1,0 +1,163 @@
+"""Run a tune: every candidate evaluated once over every case through the sweep's machinery (one ingest per
+index, a ``CandidateMemo`` per index, a nested MLflow run per candidate), then nested selection over the
+per-case scores, the fold scores attached to each candidate's run, and the winner written only when its
+held-out gain is significant.
+
+Cost: the candidates' evaluations (shared candidates make them cheaper than one ``ragrig eval`` each), the
+ingests a new chunking or encoder needs, and, per candidate, one small MLflow update with its fold scores;
+the selection itself is array arithmetic over a candidates x cases matrix (benchmarks/tune_cost.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ragrig.configs.errors import InputError
+from ragrig.eval.report import EvalReport
+from ragrig.eval.sweep.result import SweepRow
+from ragrig.eval.sweep.run import run_sweep
+from ragrig.eval.sweep.spec import Resolved
+from ragrig.eval.testset import TestSet, load_testset
+from ragrig.eval.tune.folds import assign_folds, check_folds, split_holdout, stratum
+from ragrig.eval.tune.report import CandidateRow, TuneResult, summary_markdown
+from ragrig.eval.tune.select import bootstrap_ci, decide, nested, per_tag, pick
+from ragrig.eval.tune.space import DEFAULT_LABEL, TuneSpace, describe, resolve_space
+
+Step = Callable[[int, int, str], None]
+"""progress(done, total, label) after each candidate's evaluation."""
+
+
+def load_cases(paths: list[str]) -> tuple[list[TestSet], list[str], list[list[str]]]:
+    """The test sets, each case's key (``set/id`` when there are several sets) and tags."""
+    if not paths:
+        raise InputError("tune: no test set (--testset FILE, 'testsets' in the space file, or eval.testsets)")
+    sets = [load_testset(p) for p in paths]
+    keys, tags = [], []
+    for ts in sets:
+        for c in ts.cases:
+            keys.append(f"{ts.name}/{c.id}" if len(sets) > 1 else c.id)
+            tags.append(list(c.tags))
+    return sets, keys, tags
+
+
+def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolved | None = None,
+             testsets: list[str] | None = None, holdout: float | None = None, write: str | Path | None = None,
+             log_mlflow: bool = True, progress: bool = False, step: Step | None = None) -> TuneResult:
+    t0 = time.perf_counter()
+    items = configs if configs is not None else resolve_space(spec, extra)
+    cfg0 = items[0][2]
+    paths = list(testsets or spec.testsets or cfg0.eval.testsets)
+    sets, keys, tags = load_cases(paths)
+    where = ", ".join(str(p) for p in paths)
+    k_at = int(spec.metric.partition("@")[2])
+    if k_at not in cfg0.eval.k_values:
+        raise InputError(f"{spec.path}: metric: {spec.metric} needs k={k_at} in eval.k_values {cfg0.eval.k_values}")
+    strata = [stratum(t) for t in tags]
+    held = split_holdout(strata, holdout, spec.seed) if holdout is not None else np.zeros(len(keys), dtype=bool)
+    tune_idx = np.nonzero(~held)[0]
+    check_folds(spec.folds, [strata[i] for i in tune_idx], where + (" (the tuning part)" if holdout else ""),
+                spec.stratify)
+    folds = assign_folds([strata[i] for i in tune_idx], spec.folds, spec.seed, spec.stratify)
+
+    # evaluate every candidate once over every case (the sweep's shared indexes, memos and MLflow runs)
+    labels = [label for label, _, _ in items]
+    col = {key: i for i, key in enumerate(keys)}
+    scores = np.full((len(items), len(keys)), np.nan)
+    rows: dict[str, list[SweepRow]] = {label: [] for label in labels}
+    done = [0]
+    total = len(items) * len(sets)
+
+    def collect(row: SweepRow, report: EvalReport) -> None:
+        c = labels.index(row.label)
+        for q in report.per_query:
+            key = f"{report.testset}/{q['id']}" if len(sets) > 1 else q["id"]
+            scores[c, col[key]] = q["metrics"][spec.metric]
+        rows[row.label].append(row)
+        done[0] += 1
+        if step is not None:
+            step(done[0], total, row.label)
+
+    sweep_spec = spec.model_copy(update={"testsets": paths})
+    sweep = run_sweep(sweep_spec, extra, log_mlflow=log_mlflow, progress=progress, configs=items, on_report=collect)
+    if np.isnan(scores).any():
+        raise InputError(f"tune: some cases got no score ({int(np.isnan(scores).sum())}); check the test sets")
+
+    t1 = time.perf_counter()
+    sub = scores[:, tune_idx]
+    n = nested(sub, folds, spec.folds)
+    winner = pick(sub, np.ones(sub.shape[1], dtype=bool))
+    dec = decide(n, spec.alpha, winner, boot=spec.bootstrap, seed=spec.seed)
+    cands = []
+    for c, (label, ov, _) in enumerate(items):
+        r = rows[label]
+        cands.append(CandidateRow(label, ov, r[0].index_key if r else "", float(sub[c].mean()),
+                                  [float(sub[c, folds == f].mean()) for f in range(spec.folds)],
+                                  n.picks.count(c), sum(x.seconds for x in r), [x.run_id for x in r if x.run_id]))
+    result = TuneResult(
+        name=spec.name, metric=spec.metric, folds=spec.folds, seed=spec.seed, alpha=spec.alpha,
+        cases=int(len(tune_idx)), testsets=[ts.name for ts in sets], candidates=cands,
+        fold_sizes=[int((folds == f).sum()) for f in range(spec.folds)], picks=[labels[p] for p in n.picks],
+        estimate=n.estimate, estimate_ci=bootstrap_ci(n.case_scores, spec.bootstrap, spec.seed),
+        default_estimate=n.default_estimate, default_ci=bootstrap_ci(n.case_default, spec.bootstrap, spec.seed),
+        gain=dec.gain, gain_ci=dec.gain_ci, p=dec.p, significant=dec.significant, reason=dec.reason,
+        winner=labels[winner], winner_overrides=items[winner][1],
+        per_tag=per_tag(n, [tags[i] for i in tune_idx]),
+        indexes=[vars(ix) for ix in sweep.indexes], parent_run_id=sweep.parent_run_id)
+    if holdout is not None:
+        h = np.nonzero(held)[0]
+        lo, hi = result.estimate_ci
+        held_score, held_default = float(scores[winner, h].mean()), float(scores[0, h].mean())
+        glo, ghi = result.gain_ci
+        # the level moves with how hard each half's cases are (the default moves with it); the gain over the
+        # default on the same cases is what the decision rests on, so both are checked
+        result.holdout = {"fraction": holdout, "seed": spec.seed, "tune_cases": int(len(tune_idx)),
+                          "held_cases": int(len(h)), "pick": labels[winner], "held_score": held_score,
+                          "held_default": held_default, "estimate": result.estimate,
+                          "estimate_ci": [lo, hi], "within": bool(lo <= held_score <= hi),
+                          "held_gain": held_score - held_default, "gain": result.gain, "gain_ci": [glo, ghi],
+                          "gain_within": bool(glo <= held_score - held_default <= ghi)}
+    elif dec.significant and write:
+        result.written = write_winner(Path(write), items[winner][2], result)
+    result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
+                      "sweep": sweep.seconds.get("total", 0.0)}
+    if sweep.parent_run_id:
+        _log(cfg0, result)
+    result.seconds["total"] = time.perf_counter() - t0
+    return result
+
+
+def write_winner(path: Path, cfg: Any, r: TuneResult) -> str:
+    from ragrig.retrieval.index.files import write_atomic
+
+    head = (f"# Chosen by `ragrig tune` ({r.name}, {r.metric}, {r.folds}-fold nested CV, seed {r.seed}) on "
+            f"{', '.join(r.testsets)}:\n# held-out {r.estimate:.4f} vs the default's {r.default_estimate:.4f}, gain "
+            f"{r.gain:+.4f} [{r.gain_ci[0]:.4f}, {r.gain_ci[1]:.4f}], p={r.p:.3g}.\n# Overrides: "
+            f"{describe(r.winner_overrides)}\n")
+    write_atomic(path, (head + cfg.to_yaml()).encode())
+    return str(path)
+
+
+def _log(cfg: Any, r: TuneResult) -> None:
+    """Fold scores on each candidate's run; the held-out estimate, verdict and summary on the parent."""
+    import json
+
+    from ragrig.eval.tracking.runs import attach
+
+    for c in r.candidates:
+        metrics = {f"tune.fold.{f}.{r.metric}": v for f, v in enumerate(c.fold_means)}
+        metrics.update({f"tune.{r.metric}": c.mean, "tune.chosen_folds": float(c.chosen)})
+        for run_id in c.run_ids:
+            attach(cfg, run_id, {}, metrics, {"ragrig.tune": r.name, "ragrig.tune.winner": str(c.label == r.winner)})
+    attach(cfg, r.parent_run_id or "", {"tune_summary.md": summary_markdown(r),
+                                        "tune.json": json.dumps(r.to_dict(), indent=1, default=str)},
+           {"tune.heldout": r.estimate, "tune.heldout.lo": r.estimate_ci[0], "tune.heldout.hi": r.estimate_ci[1],
+            "tune.default": r.default_estimate, "tune.gain": r.gain, "tune.p": r.p},
+           {"ragrig.tune": r.name, "ragrig.tune.verdict": r.verdict, "ragrig.tune.winner": r.winner,
+            "ragrig.tune.default_label": DEFAULT_LABEL})
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient().update_run(r.parent_run_id or "", name=f"tune: {r.name}")  # the sweep machinery named it

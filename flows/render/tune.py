@@ -1,0 +1,69 @@
+"""``ragrig tune`` in the terminal: a progress bar over the candidates' evaluations, then the fold table, the
+held-out estimate beside the default's, the per-tag effect and the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ragrig.flows.render.console import console, short
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+@contextmanager
+def progress_bar(total: int, quiet: bool = False) -> Iterator[Callable[[int, int, str], None] | None]:
+    if quiet:
+        yield None
+        return
+    with Progress(TextColumn("tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+
+        def step(done: int, n: int, label: str) -> None:
+            bar.update(task, completed=done, total=n, description=label[:60])
+
+        yield step
+
+
+def _ci(ci: list[float]) -> str:
+    return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def print_tune(r: dict[str, Any]) -> None:
+    m = short(r["metric"])
+    t = Table(title=f"tune {r['name']}: {len(r['candidates'])} candidates x {r['cases']} cases, {r['folds']} folds "
+              f"(seed {r['seed']}) in {r['seconds'].get('total', 0):.1f} s", title_justify="left")
+    t.add_column("candidate")
+    for i in range(r["folds"]):
+        t.add_column(f"fold {i + 1}", justify="right")
+    t.add_column(f"all {m}", justify="right")
+    t.add_column("chosen", justify="right")
+    for c in r["candidates"]:
+        style = "bold green" if c["label"] == r["winner"] else ""
+        t.add_row(c["label"], *[f"{v:.4f}" for v in c["fold_means"]], f"{c['mean']:.4f}", str(c["chosen"]),
+                  style=style)
+    console.print(t)
+    print(f"held-out {m} (nested CV): {r['estimate']:.4f} {_ci(r['estimate_ci'])}; default on the same folds "
+          f"{r['default_estimate']:.4f} {_ci(r['default_ci'])}")
+    print(f"gain {r['gain']:+.4f} {_ci(r['gain_ci'])}, paired permutation p={r['p']:.3g} (alpha {r['alpha']})")
+    tags = Table(title="per tag (held out)", title_justify="left")
+    for col in ("tag", "n", "tuned", "default", "gain", "p"):
+        tags.add_column(col, justify="left" if col == "tag" else "right")
+    for tag, v in r["per_tag"].items():
+        tags.add_row(tag, str(int(v["n"])), f"{v['tuned']:.4f}", f"{v['default']:.4f}", f"{v['gain']:+.4f}",
+                     f"{v['p']:.3g}")
+    console.print(tags)
+    h = r.get("holdout")
+    if h:
+        print(f"honesty check: tuned on {h['tune_cases']} cases, pick '{h['pick']}' scores {h['held_score']:.4f} on "
+              f"the {h['held_cases']} held out (default {h['held_default']:.4f}); estimate {h['estimate']:.4f} "
+              f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
+        print(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
+              f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
+    print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
+    if r["significant"]:
+        print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in r["winner_overrides"].items()))
+    if r.get("parent_run_id"):
+        print(f"mlflow parent run: {r['parent_run_id']}")

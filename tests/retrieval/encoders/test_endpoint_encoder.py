@@ -1,0 +1,139 @@
+"""The OpenAI-compatible embeddings endpoint encoder against a loopback stub (mirroring conftest's llm_stub):
+batches, retries with back-off, the key only in the Authorization header, and an index built by a model the
+endpoint no longer serves refused. Plus ``embedding.device: auto``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from ragrig.configs.errors import ModelMismatchError, RagrigError
+
+SECRET = "sk-test-never-logged-42"
+
+
+class EmbedStub:
+    """Vectors are a function of (text, weights): changing ``weights`` is a server swapping its model."""
+
+    def __init__(self) -> None:
+        self.fail: list[int] = []  # statuses to answer before succeeding
+        self.weights = "v1"
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+
+    def vector(self, text: str) -> list[float]:
+        h = hashlib.sha256(f"{self.weights}:{text}".encode()).digest()
+        return [b / 255 - 0.5 for b in h[:8]]
+
+
+@pytest.fixture
+def embed_stub():
+    state = EmbedStub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            state.requests.append(body)
+            state.headers.append(dict(self.headers))
+            if state.fail:
+                status, payload = state.fail.pop(0), {"error": "busy"}
+            else:
+                status = 200
+                payload = {"data": [{"index": i, "embedding": state.vector(t)} for i, t in enumerate(body["input"])]}
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def config(url: str, **endpoint):
+    from ragrig.configs.models import EmbeddingConfig
+
+    return EmbeddingConfig(model="stub-embed-1", backend="openai", batch_size=2,
+                           endpoint={"base_url": url, "backoff_s": 0.0, "retries": 2, **endpoint})
+
+
+def test_batches_and_the_key_only_in_the_header(embed_stub, monkeypatch, caplog):
+    from ragrig.retrieval.encoders.endpoint_backend import EndpointEncoder
+
+    stub, url = embed_stub
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    enc = EndpointEncoder(config(url))
+    vecs = enc.encode(["a", "b", "c", "d", "e"])
+    assert [r["input"] for r in stub.requests] == [["a", "b"], ["c", "d"], ["e"]]  # batch_size 2
+    assert {r["model"] for r in stub.requests} == {"stub-embed-1"}
+    assert all(h["Authorization"] == f"Bearer {SECRET}" for h in stub.headers)
+    want = np.array(stub.vector("c"), dtype=np.float32)
+    assert vecs[2] == pytest.approx(want / np.linalg.norm(want), abs=1e-6)
+    assert enc.count_tokens(["abcdefghi"]) == [3] and enc.window == 510 and enc.dim == 8
+
+
+def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypatch, caplog):
+    from ragrig.retrieval.encoders import endpoint_backend
+    from ragrig.retrieval.encoders.endpoint_backend import EndpointEncoder
+
+    stub, url = embed_stub
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    waits: list[float] = []
+    monkeypatch.setattr(endpoint_backend.time, "sleep", waits.append)
+    enc = EndpointEncoder(config(url, backoff_s=0.5, retries=2))
+    stub.fail = [503, 429]  # two failures, then success: 3 attempts, waits 0.5 and 1.0 (doubling)
+    caplog.set_level(logging.DEBUG)
+    assert enc.encode(["x"]).shape == (1, 8)
+    assert len(stub.requests) == 3 and waits == [0.5, 1.0]
+    stub.fail = [500, 500, 500]  # retries 2: three attempts, then one error naming the URL and the status
+    with pytest.raises(RagrigError) as err:
+        enc.encode(["y"])
+    assert str(err.value) == f"embedding endpoint {url}/embeddings: HTTP 500 (3 attempts)"
+    stub.fail = [401]  # a client error is not retried
+    n = len(stub.requests)
+    with pytest.raises(RagrigError, match="HTTP 401"):
+        enc.encode(["z"])
+    assert len(stub.requests) == n + 1
+    assert SECRET not in caplog.text and SECRET not in str(err.value)
+
+
+@pytest.mark.slow
+def test_an_index_built_by_a_changed_model_is_refused(embed_stub, make_config, write_files, tmp_path):
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.search.retriever import Retriever
+
+    stub, url = embed_stub
+    corpus = write_files(tmp_path / "corpus", {"a.md": "# A\n\n## Dash\n\nMove three inches.\n\n## Cover\n\nA save.\n"})
+    cfg = make_config(corpus, "embedding.backend=openai", "embedding.model=stub-embed-1",
+                      f"embedding.endpoint.base_url={url}", "embedding.endpoint.backoff_s=0", "mlflow.enabled=false")
+    assert IngestPipeline(cfg).run().published
+    r = Retriever(cfg)
+    assert r.version.model_id.startswith(f"stub-embed-1 @ {url} [openai-compatible; probe:")
+    assert r.search("how far is a dash", use_cache=False).hits
+    stub.weights = "v2"  # the server now answers with other weights under the same name
+    with pytest.raises(ModelMismatchError, match=r"was built with embedding model 'stub-embed-1 @ .*probe:"):
+        Retriever(cfg)
+
+
+@pytest.mark.parametrize("setting, cuda, want", [("auto", True, "cuda"), ("auto", False, "cpu"),
+                                                  ("cuda:1", False, "cuda:1"), ("cpu", True, "cpu")])
+def test_device_auto_uses_a_gpu_when_torch_sees_one(monkeypatch, setting, cuda, want):
+    import torch
+    from ragrig.retrieval.encoders.device import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert resolve_device(setting) == want
