@@ -40,9 +40,11 @@ class FakeEmbedder:
 
     class cfg:  # noqa: N801 - what embed_with_cache reads
         document_prefix = ""
+        normalize = False  # the table's vectors are not unit: the cache checks norms only of normalising models
 
     def __init__(self, table: dict[str, list[float]]) -> None:
         self.table, self.encoded = table, []
+        self.dim = len(next(iter(table.values())))
 
     def count_tokens(self, texts):
         return [len(t) for t in texts]
