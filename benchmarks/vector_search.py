@@ -74,7 +74,7 @@ def chroma_query(col: Any, q: np.ndarray) -> np.ndarray:
     return np.asarray([int(i) for i in res["ids"][0]], dtype=np.int64)
 
 
-def measure(n: int, count: int, chroma_max: int, threads_above: int) -> dict[str, Any]:
+def measure(n: int, count: int, chroma_max: int, threads_above: int, hnsw_max: int) -> dict[str, Any]:
     rng = np.random.default_rng(GENERATOR["seed"])
     centroids, _, topic_of = _topics(n, rng)
     vecs = unit_rows(synthetic_vectors(n, rng, centroids, topic_of))
@@ -84,11 +84,13 @@ def measure(n: int, count: int, chroma_max: int, threads_above: int) -> dict[str
     exact = ExactSearch(vecs)
     cfg = HnswConfig()
     threads = 1 if n <= threads_above else 0  # 0: every core (not deterministic; labelled in the table)
-    t0 = time.perf_counter()
-    graph = hnsw.build(vecs, cfg, threads=threads)
-    out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
-    out["hnsw_build_threads"] = "1" if threads == 1 else "all"
-    approx = HnswSearch(vecs, graph, cfg.expansion_search)
+    approx = None
+    if n <= hnsw_max:
+        t0 = time.perf_counter()
+        graph = hnsw.build(vecs, cfg, threads=threads)
+        out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
+        out["hnsw_build_threads"] = "1" if threads == 1 else "all"
+        approx = HnswSearch(vecs, graph, cfg.expansion_search)
     col = None
     if n <= chroma_max:
         col, secs = chroma_build(vecs, tempfile.mkdtemp(prefix="ragrig-bench-chroma-"))
@@ -97,7 +99,7 @@ def measure(n: int, count: int, chroma_max: int, threads_above: int) -> dict[str
     found: dict[str, list[np.ndarray]] = {"exact": [], "hnsw": [], "chroma": []}
     for q in qvecs:
         for name in ("exact", "hnsw", "chroma"):
-            if name == "chroma" and col is None:
+            if (name == "chroma" and col is None) or (name == "hnsw" and approx is None):
                 continue
             t0 = time.perf_counter()
             rows = chroma_query(col, q) if name == "chroma" else (exact if name == "exact" else approx).search(
@@ -110,8 +112,9 @@ def measure(n: int, count: int, chroma_max: int, threads_above: int) -> dict[str
             if name != "exact":
                 out[name].update({"recall@10": recall(found[name], found["exact"], 10),
                                   "recall@100": recall(found[name], found["exact"], 100)})
-    out["hnsw_over_exact_p50"] = round(out["hnsw"]["latency_ms"]["p50"] / out["exact"]["latency_ms"]["p50"], 3)
-    if n <= 100_000 and threads == 1:  # a second build of each: does it answer the same?
+    if approx is not None:
+        out["hnsw_over_exact_p50"] = round(out["hnsw"]["latency_ms"]["p50"] / out["exact"]["latency_ms"]["p50"], 3)
+    if approx is not None and n <= 100_000 and threads == 1:  # a second build of each: does it answer the same?
         again = HnswSearch(vecs, hnsw.build(vecs, cfg), cfg.expansion_search)
         out["hnsw"]["rebuild_same_top10"] = same_lists([again.search(q[None, :], DEPTH, None)[0][0] for q in qvecs],
                                                        found["hnsw"])
@@ -131,11 +134,12 @@ def table(rows: list[dict[str, Any]]) -> str:
              "same top-10 | chroma p50 / p95 ms | chroma recall@10 | chroma build s | chroma rebuild same top-10 | "
              "float16 same top-10 |", "|" + "---|" * 11]
     for r in rows:
-        c = r.get("chroma", {})
+        c, h = r.get("chroma", {}), r.get("hnsw")
         lines.append(
             f"| {r['chunks']:,} | {r['exact']['latency_ms']['p50']} / {r['exact']['latency_ms']['p95']} | "
-            f"{r['hnsw']['latency_ms']['p50']} / {r['hnsw']['latency_ms']['p95']} | {r['hnsw']['recall@10']} / "
-            f"{r['hnsw']['recall@100']} | {r['hnsw_build_s']} ({r.get('hnsw_build_threads', '1')}) | {r['hnsw'].get('rebuild_same_top10', '-')} | "
+            + (f"{h['latency_ms']['p50']} / {h['latency_ms']['p95']} | {h['recall@10']} / {h['recall@100']} | "
+               f"{r['hnsw_build_s']} ({r.get('hnsw_build_threads', '1')}) | {h.get('rebuild_same_top10', '-')} | "
+               if h else "not built | - | - | - | ")
             + (f"{c['latency_ms']['p50']} / {c['latency_ms']['p95']} | {c['recall@10']} | {r['chroma_build_s']} | "
                f"{c.get('rebuild_same_top10', '-')} | " if c else "- | - | - | - | ")
             + f"{r['float16_same_top10']} |")
@@ -150,12 +154,13 @@ def main() -> int:
     ap.add_argument("--threads-above", type=int, default=10**9,
                     help="build the HNSW graph with every core above this size (ragrig itself always uses one: "
                          "deterministic); for measuring search on sizes whose single-thread build takes hours here")
+    ap.add_argument("--hnsw-max", type=int, default=10**9, help="no HNSW graph above this size")
     ap.add_argument("--merge", type=Path, default=None, help="add these rows to an earlier JSON of this script")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "vector_search.json")
     args = ap.parse_args()
     rows = json.loads(args.merge.read_text())["results"] if args.merge else []
     for n in args.sizes:
-        rows.append(measure(n, args.queries, args.chroma_max, args.threads_above))
+        rows.append(measure(n, args.queries, args.chroma_max, args.threads_above, args.hnsw_max))
         print(json.dumps(rows[-1]), flush=True)
     rows.sort(key=lambda r: r["chunks"])
     print(table(rows))

@@ -3,11 +3,13 @@
 Three searches answer the same question (the ``depth`` chunks nearest each query vector by cosine similarity,
 ties broken by row, a row mask for filters):
 
-- ``ExactSearch``: one matrix-vector product per query over the version's unit vectors (``vectors.npy``). Each
-  score is one dot product summed by one BLAS thread in a fixed order, so it is the same bits whatever the batch,
-  the thread count or the rows asked for (measured: a matrix-matrix product sums in another order than the
-  matrix-vector one, and for one query it is 20x slower here, since BLAS packs the whole matrix per call; for 300
-  queries at 10k chunks it saves a quarter of the time at most).
+- ``ExactSearch``: one matrix-vector product per query over the version's unit vectors (``vectors.npy``), by
+  numpy's own single-threaded ``einsum`` loop rather than BLAS. Each score is one dot product summed in a fixed
+  order, so it is the same bits whatever the batch, the machine's load or the rows asked for. Measured here
+  (docs/determinism.md): a BLAS matrix product sums in another order than a matrix-vector product (so ``search``
+  and ``search_many`` would differ in the last bits), BLAS packs the whole matrix per call (one query through a
+  matrix product: 20x slower), and BLAS's two threads, when the other core is busy, turn a 0.05 ms product over
+  2k chunks into 12-16 ms; ``einsum`` took 0.1 / 0.6 / 3.2 ms at 2k / 10k / 50k chunks on that loaded machine.
 - ``HnswSearch``: a usearch HNSW graph built with one thread over the rows in order (``index/hnsw.py``): the
   same vectors give the same graph, so the same answers, in every process. Its candidates are rescored exactly,
   so a chunk's score never depends on the graph, only whether it is found.
@@ -65,6 +67,11 @@ def top_rows(scores: np.ndarray, depth: int, rows: np.ndarray | None = None,
     return rows[idx], scores[idx].astype(np.float64)
 
 
+def dots(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``q``, float32, summed in one fixed order per row (see the module doc)."""
+    return np.einsum("ij,j->i", vectors, q)
+
+
 class ExactSearch:
     kind = "exact"
 
@@ -80,10 +87,10 @@ class ExactSearch:
         allowed = None if mask is None else np.flatnonzero(mask)
         if allowed is not None and len(allowed) * 4 < n:  # a narrow filter: score only the rows it allows
             sub = np.ascontiguousarray(self.vectors[allowed])
-            return [top_rows(sub @ qv, depth, allowed, self.rank) for qv in q]
+            return [top_rows(dots(sub, qv), depth, allowed, self.rank) for qv in q]
         out = []
         for qv in q:
-            s = self.vectors @ qv
+            s = dots(self.vectors, qv)
             if allowed is not None:
                 s[~mask] = -np.inf
                 out.append(top_rows(s, min(depth, len(allowed)), rank=self.rank))
@@ -130,7 +137,7 @@ class HnswSearch:
             if len(rows) < want:  # the walk found too few allowed rows: exact answers this query
                 out.extend(self.exact.search(q[i : i + 1], depth, mask))
                 continue
-            scores = self.vectors[rows] @ q[i]
+            scores = dots(self.vectors[rows], q[i])
             out.append(top_rows(scores, want, rows, self.rank))
         return out
 
