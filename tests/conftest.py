@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -20,8 +21,11 @@ from ragrig.flows.environment import QUIET_ENV  # noqa: E402 - imports nothing h
 
 _SESSION_ENV = {**QUIET_ENV, "HF_HUB_OFFLINE": "1"}
 os.environ.update(_SESSION_ENV)
-# Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one).
-os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
+# Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one). One per test
+# process (each xdist worker imports this file), removed when the process's session ends (pytest_unconfigure;
+# tests/test_hygiene.py checks that none is left behind).
+_PREFECT_HOME = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
 
 _PER_TEST_ENV = (
     "HF_HUB_OFFLINE",
@@ -31,6 +35,10 @@ _PER_TEST_ENV = (
     "MLFLOW_DISABLE_TELEMETRY",
     "RAGAS_DO_NOT_TRACK",
 )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
