@@ -51,6 +51,17 @@ def ragrig_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[None]:
+    """One temporary Prefect server and database per test process (starting one takes ~9 s of 2 cores; the tests
+    that run flows used to start one each). Tests that need an empty server look only at what they created
+    (artifacts by key read the latest; ids, tags and names are their own)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
 def _yaml_value(value: Any) -> str:
     """A --set value: strings verbatim, everything else as JSON (which is valid YAML)."""
     return value if isinstance(value, str) else json.dumps(value)
