@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +36,14 @@ _PER_TEST_ENV = (
     "MLFLOW_DISABLE_TELEMETRY",
     "RAGAS_DO_NOT_TRACK",
 )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with more slow tests first, each file's tests together and in order: `make test`'s parallel workers
+    (one file per worker at a time, no reordering by xdist) start on the long files and end on the quick ones,
+    so no worker is left alone with a long file at the end."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
