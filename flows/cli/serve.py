@@ -51,14 +51,16 @@ def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     token = os.environ.get(cfg.serve.token_env) or None
     if host not in LOOPBACK and token is None:
         print(f"warning: serving on {host} with no bearer token (set ${cfg.serve.token_env})", file=sys.stderr)
-    import torch
     import uvicorn
     from ragrig.retrieval.serve.app import create_app
-
-    torch.set_num_threads(cfg.serve.torch_threads)  # the server encodes one short query at a time
+    from ragrig.retrieval.serve.threads import choose_torch_threads
 
     try:
         app = create_app(cfg, token=token)  # opens the published version (a missing index fails here, exit 2)
+        # serve.torch_threads (auto: timed on the loaded model now); /health reports the choice
+        embedder = app.state.live.current.retriever.embedder
+        app.state.torch_threads = choose_torch_threads(cfg.serve.torch_threads,
+                                                       lambda q: embedder.encode_queries([q]))
     except BaseException:
         sock.close()
         raise
