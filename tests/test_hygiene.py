@@ -41,7 +41,8 @@ def test_a_test_session_leaves_no_prefect_home_behind(tmp_path):
                     "    open(os.path.join(home, 'written.txt'), 'w').write('x')\n")
     # the test file lies outside tests/, so tests/conftest.py is loaded as a plugin (-p conftest)
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONPATH": str(ROOT / "tests")}
-    env.pop("PREFECT_HOME", None)
+    for name in ("PREFECT_HOME", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):  # a fresh session: the caller's plugins stay out
+        env.pop(name, None)
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                         "-p", "conftest", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"),
                         str(test)],
