@@ -34,7 +34,8 @@ run: install
 
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
 # each worker holds its own model, Prefect test server and temp dirs). One file's tests stay on one worker
-# (--dist loadfile: its module fixtures are built once). ~6-7 min on 2 cores; TEST_WORKERS=0 runs in-process.
+# (--dist loadfile: its module fixtures are built once). 7.2 min measured on a busy 2-core machine (load 3-7);
+# TEST_WORKERS=0 runs in-process.
 # `make test-fast`: the unit tests only (not marked slow), ~40 s, for the edit-test loop.
 TEST_WORKERS ?= $(shell $(PY) -c "import os; print(min(4, os.cpu_count() or 1))" 2>/dev/null || echo 2)
 PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
