@@ -4,7 +4,11 @@
    by ``ragrig serve`` in its own process group, its 300 test queries sent by 1, 4 and 16 concurrent clients
    (--requests each level, after a warm-up); p50/p95/p99 client-side latency, throughput, errors, and the
    server's own per-stage means from /metrics. The query cache is off (``retrieval.cache_size=0``): every request
-   is a real search.
+   is a real search. Then, with the server stopped, the same queries one after another through ``Retriever.search``
+   in this process (torch's default threads, and the thread count the server chose: ``serve.torch_threads``,
+   /health): the served p50 over the in-process p50, and where the difference goes (client and HTTP, the app
+   around the search, the search itself). ``--config configs/default.yaml --testset datasets/testsets/sample.yaml``
+   does the same on the sample corpus (small, quick to ingest) for development.
 2. A publish mid-run: a scratch home (a copy of datasets/sample plus a "generation" document, ingested once),
    served; 16 clients query it without pause while a separate ``ragrig ingest`` publishes v2 (the generation
    document and five others edited); every answer is checked against the chunk table of the version it names
@@ -14,6 +18,8 @@
 Writes benchmarks/results/serve_load.json and prints Markdown tables.
 
     python benchmarks/serve_load.py --home /work/state/home [--requests 300] [--levels 1 4 16] [--skip-latency]
+    python benchmarks/serve_load.py --config configs/default.yaml --testset datasets/testsets/sample.yaml \
+        --home .ragrig --levels 1 --skip-switch --out /tmp/serve_load-sample.json
 """
 
 from __future__ import annotations
@@ -89,10 +95,58 @@ def stats(ms: list[float]) -> dict[str, float]:
 
 def stage_means(url: str) -> dict[str, float]:
     """Mean ms per stage from the server's Prometheus histograms."""
+    sums, counts = server_sums(url)
+    return {s: 1000 * sums[s] / counts[s] for s in sums if counts.get(s, 0) > 0 and s != "request"}
+
+
+def server_sums(url: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds and counts so far of each stage, and of whole /retrieve requests (``request``: arrival to response,
+    as the server measures it)."""
     text = httpx.get(url + "/metrics", timeout=30).text
-    sums = dict(re.findall(r'ragrig_stage_seconds_sum\{stage="(\w+)"\} ([\d.e+-]+)', text))
-    counts = dict(re.findall(r'ragrig_stage_seconds_count\{stage="(\w+)"\} ([\d.e+-]+)', text))
-    return {s: 1000 * float(sums[s]) / float(counts[s]) for s in sums if float(counts.get(s, 0)) > 0}
+    sums = {k: float(v) for k, v in re.findall(r'ragrig_stage_seconds_sum\{stage="(\w+)"\} ([\d.e+-]+)', text)}
+    counts = {k: float(v) for k, v in re.findall(r'ragrig_stage_seconds_count\{stage="(\w+)"\} ([\d.e+-]+)', text)}
+    for name, kind in (("sum", sums), ("count", counts)):
+        m = re.search(rf'ragrig_request_seconds_{name}\{{endpoint="/retrieve"\}} ([\d.e+-]+)', text)
+        kind["request"] = float(m.group(1)) if m else 0.0
+    return sums, counts
+
+
+def level_server_means(before: tuple[dict, dict], after: tuple[dict, dict]) -> dict[str, float]:
+    """Mean ms per stage (and per whole request) over the requests between two ``server_sums``."""
+    out = {}
+    for s, total in after[0].items():
+        n = after[1].get(s, 0) - before[1].get(s, 0)
+        if n > 0:
+            out[s] = 1000 * (total - before[0].get(s, 0.0)) / n
+    return out
+
+
+def in_process(config: Path, sets: list[str], home: Path, queries: list[str], requests: int, threads: int | None,
+               top_k: int = 10) -> dict[str, Any]:
+    """The served search, called in this process: ``Retriever.search`` on the same index and queries, one after
+    another (after the same warm-up), with torch's default threads or ``threads``."""
+    import torch
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.search.retriever import Retriever
+
+    os.environ["RAGRIG_HOME"] = str(home)
+    cfg = load_config(config, [s for s in sets if s != "--set"])
+    r = Retriever(cfg)
+    default = torch.get_num_threads()
+    torch.set_num_threads(threads or default)
+    try:
+        for j in range(20):
+            r.search(queries[j % len(queries)], top_k=top_k)
+        ms, embed = [], []
+        for j in range(requests):
+            t0 = time.perf_counter()
+            res = r.search(queries[j % len(queries)], top_k=top_k)
+            ms.append((time.perf_counter() - t0) * 1000)
+            embed.append(res.timings_ms.get("embed", 0.0))
+    finally:
+        torch.set_num_threads(default)
+    return {"torch_threads": threads or default, "requests": requests, **stats(ms),
+            "embed_p50_ms": float(np.percentile(embed, 50))}
 
 
 def load(url: str, queries: list[str], clients: int, requests: int, top_k: int = 10) -> dict[str, Any]:
@@ -124,25 +178,45 @@ def load(url: str, queries: list[str], clients: int, requests: int, top_k: int =
             "seconds": wall, "qps": len(flat) / wall, **stats(flat)}
 
 
-def latency(home: Path, levels: list[int], requests: int, tmp: Path) -> dict[str, Any]:
+def latency(home: Path, levels: list[int], requests: int, tmp: Path, config: Path,
+            queries: list[str], extra: list[str] = ()) -> dict[str, Any]:
     env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    queries = scifact_queries()
+    sets = ["--set", "retrieval.cache_size=0", *(x for item in extra for x in ("--set", item))]
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
-    out: dict[str, Any] = {"home": str(home), "queries": len(queries), "levels": []}
+    out: dict[str, Any] = {"home": str(home), "config": str(config), "queries": len(queries), "levels": []}
     t0 = time.perf_counter()
-    with serve(["-c", str(ROOT / "configs" / "scifact.yaml"), "--set", "retrieval.cache_size=0"], env,
-               tmp / "serve-scifact.log") as url:
+    with serve(["-c", str(config), *sets], env, tmp / "serve-latency.log") as url:
         out["startup_s"] = time.perf_counter() - t0
         out["health"] = httpx.get(url + "/health", timeout=30).json()
         load(url, queries, 1, 20)  # warm-up
         for c in levels:
+            sums = server_sums(url)
             level = load(url, queries, c, requests)
+            level["server_mean_ms"] = level_server_means(sums, server_sums(url))
             print(f"  {c:>2} clients: p50 {level['p50_ms']:.1f} ms, p95 {level['p95_ms']:.1f} ms, "
                   f"{level['qps']:.1f} req/s, {level['errors']} errors", flush=True)
             out["levels"].append(level)
         out["server_stage_mean_ms"] = stage_means(url)
     after = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     out["home_files_changed"] = sorted(str(p) for p in set(before) | set(after) if before.get(p) != after.get(p))
+    # right after, the server stopped: the same search in this process, on torch's default threads and on the
+    # server's (its serve.torch_threads choice)
+    served_threads = out["health"].get("torch_threads")
+    out["in_process"] = [in_process(config, sets, home, queries, requests, None)]
+    if served_threads and served_threads != out["in_process"][0]["torch_threads"]:
+        out["in_process"].append(in_process(config, sets, home, queries, requests, served_threads))
+    one = next((lv for lv in out["levels"] if lv["clients"] == 1), None)
+    if one is not None:
+        # the goal's ratio: against in-process search as a library user gets it (torch's default threads); and
+        # against in-process search on the server's thread count (what HTTP and the app add, threads aside)
+        inp = out["in_process"][0]
+        same = next((x for x in out["in_process"] if x["torch_threads"] == served_threads), inp)
+        out["serve_over_in_process_p50"] = one["p50_ms"] / inp["p50_ms"]
+        out["serve_over_in_process_same_threads_p50"] = one["p50_ms"] / same["p50_ms"]
+        for x in out["in_process"]:
+            print(f"  in process ({x['torch_threads']} torch threads): p50 {x['p50_ms']:.1f} ms, p95 "
+                  f"{x['p95_ms']:.1f} ms; served (on {served_threads}) / in-process p50 "
+                  f"{one['p50_ms'] / x['p50_ms']:.2f}x", flush=True)
     return out
 
 
@@ -232,12 +306,26 @@ def main() -> None:
     ap.add_argument("--switch-clients", type=int, default=16)
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-switch", action="store_true")
+    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "scifact.yaml",
+                    help="the served config (default SciFact's)")
+    ap.add_argument("--testset", type=Path, default=None,
+                    help="the queries: this test set's (default: SciFact's test queries)")
+    ap.add_argument("--out", type=Path, default=OUT / "serve_load.json")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for the latency part, e.g. serve.torch_threads=1 (repeatable)")
     args = ap.parse_args()
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
     with tempfile.TemporaryDirectory(prefix="ragrig-serve-load-") as tmp:
         if not args.skip_latency:
             print("latency on SciFact:", flush=True)
-            result["latency"] = latency(args.home.resolve(), args.levels, args.requests, Path(tmp))
+            if args.testset is not None:
+                from ragrig.eval.testset import load_testset
+
+                queries = [c.query for c in load_testset(args.testset).cases]
+            else:
+                queries = scifact_queries()
+            result["latency"] = latency(args.home.resolve(), args.levels, args.requests, Path(tmp),
+                                        args.config.resolve(), queries, args.sets)
         if not args.skip_switch:
             print("publish mid-run:", flush=True)
             result["switch"] = switch(Path(tmp), args.switch_clients, 300, 300)
@@ -245,8 +333,8 @@ def main() -> None:
             print(f"  {s['requests']} requests, {s['errors']} errors, {s['mixed_version_answers']} mixed-version "
                   f"answers, {s['went_back_a_version']} went back, per version {s['answers_per_version']}", flush=True)
     result["machine"]["load_avg_end"] = os.getloadavg()
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "serve_load.json").write_text(json.dumps(result, indent=1) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(markdown(result))
 
 
@@ -260,6 +348,7 @@ def markdown(r: dict[str, Any]) -> str:
                          f"{lv['p99_ms']:.1f} | {lv['qps']:.1f} | {lv['errors']} |")
         st = r["latency"]["server_stage_mean_ms"]
         lines.append("\nserver-side mean ms per stage: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(st.items())))
+        lines += breakdown(r["latency"])
     if "switch" in r:
         s = r["switch"]
         lines += ["", "| clients | requests | errors | mixed-version answers | went back a version | v1 / v2 answers | "
@@ -269,6 +358,32 @@ def markdown(r: dict[str, Any]) -> str:
                   f"{s['answers_per_version']['v000002']} | "
                   f"{s['latency']['p50_ms']:.1f} / {s['latency']['p95_ms']:.1f} |"]
     return "\n".join(lines)
+
+
+def breakdown(lat: dict[str, Any]) -> list[str]:
+    """Where one client's request time goes (means, ms): the client and HTTP (client-side mean minus the server's
+    own request time), the app around the search (parsing, the worker-thread hop, to_dict, JSON, metrics), waiting
+    for the search lock, the search in the server, and that search in this process."""
+    one = next((lv for lv in lat["levels"] if lv["clients"] == 1 and "server_mean_ms" in lv), None)
+    if one is None or not lat.get("in_process"):
+        return []
+    sm = one["server_mean_ms"]
+    request, search, queue = sm.get("request", 0.0), sm.get("total", 0.0), sm.get("queue", 0.0)
+    inp = lat["in_process"]
+    rows = [("client (httpx) + HTTP + uvicorn", one["mean_ms"] - request),
+            ("app: parse, thread hop, to_dict, JSON, metrics", request - search - queue),
+            ("waiting for the search lock", queue),
+            (f"search in the server ({lat['health'].get('torch_threads')} torch threads)", search)]
+    for x in inp:
+        rows.append((f"search in process ({x['torch_threads']} torch threads; its query encoding p50 "
+                     f"{x['embed_p50_ms']:.1f})", x["mean_ms"]))
+    out = ["", f"one client, means: served {one['mean_ms']:.1f} ms (p50 {one['p50_ms']:.1f}), in process "
+           f"{inp[0]['mean_ms']:.1f} ms (p50 {inp[0]['p50_ms']:.1f}); served / in-process p50 "
+           f"{lat.get('serve_over_in_process_p50', float('nan')):.2f}x (default threads), "
+           f"{lat.get('serve_over_in_process_same_threads_p50', float('nan')):.2f}x (the server's threads)", "",
+           "| where the served request's time goes | mean ms |", "|---|---:|"]
+    out += [f"| {name} | {ms:.2f} |" for name, ms in rows]
+    return out
 
 
 if __name__ == "__main__":

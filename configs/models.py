@@ -13,7 +13,7 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -310,9 +310,11 @@ class ServeConfig(Strict):
     max_request_bytes: int = Field(65536, ge=1024, le=64 * 1024 * 1024)
     max_context_tokens: int = Field(16384, ge=16)
     poll_s: float = Field(1.0, gt=0, le=3600, description="how often the server looks for a newly published version")
-    torch_threads: int = Field(1, ge=1, le=256, description="torch threads for query encoding in the server: it "
-                               "encodes one query at a time, and 2 threads measured 6-10x slower than 1 on a busy "
-                               "2-core machine (OpenMP threads spin when the cores are oversubscribed)")
+    torch_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = Field(
+        "auto", description="torch threads for query encoding in the server, which encodes one query at a time. "
+        "auto: time 1 thread against torch's default at start-up and keep the default only when it is clearly "
+        "faster (quiet 2 cores: 2 threads ~11 ms a query, 1 ~15 ms; busy: 2 threads measured 6-10x slower, "
+        "OpenMP threads spin when the cores are oversubscribed); retrieval/serve/threads.py")
     timeout_s: float = Field(30.0, gt=0, le=3600, description="the client's timeout per request")
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,8 +22,11 @@ from ragrig.flows.environment import QUIET_ENV  # noqa: E402 - imports nothing h
 
 _SESSION_ENV = {**QUIET_ENV, "HF_HUB_OFFLINE": "1"}
 os.environ.update(_SESSION_ENV)
-# Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one).
-os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
+# Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one). One per test
+# process (each xdist worker imports this file), removed when the process's session ends (pytest_unconfigure;
+# tests/test_hygiene.py checks that none is left behind).
+_PREFECT_HOME = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
 
 _PER_TEST_ENV = (
     "HF_HUB_OFFLINE",
@@ -33,6 +38,18 @@ _PER_TEST_ENV = (
 )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with more slow tests first, each file's tests together and in order: `make test`'s parallel workers
+    (one file per worker at a time, no reordering by xdist) start on the long files and end on the quick ones,
+    so no worker is left alone with a long file at the end."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def ragrig_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own RAGRIG_HOME (indexes, caches, MLflow) and the offline/quiet env."""
@@ -41,6 +58,17 @@ def ragrig_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in _PER_TEST_ENV:
         monkeypatch.setenv(key, _SESSION_ENV[key])
     return home
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[None]:
+    """One temporary Prefect server and database per test process (starting one takes ~9 s of 2 cores; the tests
+    that run flows used to start one each). Tests that need an empty server look only at what they created
+    (artifacts by key read the latest; ids, tags and names are their own)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
 
 
 def _yaml_value(value: Any) -> str:

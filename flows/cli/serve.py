@@ -66,14 +66,16 @@ def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
                              "--allow-no-token to serve it open")
         print(f"warning: serving on {host} with no bearer token (--allow-no-token)", file=sys.stderr)
     sock = bind(host, port)
-    import torch
     import uvicorn
     from ragrig.retrieval.serve.app import create_app
-
-    torch.set_num_threads(cfg.serve.torch_threads)  # the server encodes one short query at a time
+    from ragrig.retrieval.serve.threads import choose_torch_threads
 
     try:
         app = create_app(cfg, token=token)  # opens the published version (a missing index fails here, exit 2)
+        # serve.torch_threads (auto: timed on the loaded model now); /health reports the choice
+        embedder = app.state.live.current.retriever.embedder
+        app.state.torch_threads = choose_torch_threads(cfg.serve.torch_threads,
+                                                       lambda q: embedder.encode_queries([q]))
     except BaseException:
         sock.close()
         raise

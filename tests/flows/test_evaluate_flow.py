@@ -196,15 +196,6 @@ def test_cli_eval_writes_json_and_bad_testset_exits_2(corpus, testset, make_conf
     assert "missing.yaml" in err and "file not found" in err
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    """A temporary Prefect server/database for this module's flow test."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness():
-        yield
-
-
 def test_evaluate_flow(prefect_api, corpus, testset, make_config, embedder):
     from ragrig.flows.evaluate import evaluate_flow
 

@@ -15,15 +15,6 @@ CORPUS = {
 }
 
 
-@pytest.fixture(scope="session")
-def prefect_api():
-    """One temporary Prefect server/database for the session (starting it takes ~10 s)."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness():
-        yield
-
-
 def overrides(corpus) -> list[str]:
     return [f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]"]
 

@@ -15,11 +15,10 @@ TESTSET = "name: tiny\ncases:\n  - id: move\n    query: how far does an operativ
           "    expect: [{doc: rules.md, section: Movement}]\n"
 
 
-def test_cli_sweep_through_prefect(tmp_path, write_files, monkeypatch, capsys):
+def test_cli_sweep_through_prefect(prefect_api, tmp_path, write_files, monkeypatch, capsys):
     import ragrig.eval.sweep.run as sweep_run
     import ragrig.flows.sweep as flow_module
     from prefect.artifacts import Artifact
-    from prefect.testing.utilities import prefect_test_harness
 
     corpus = write_files(tmp_path / "corpus", CORPUS)
     (tmp_path / "ts.yaml").write_text(TESTSET)
@@ -35,9 +34,8 @@ grid:
     real = flow_module.run_stage
     monkeypatch.setattr(flow_module, "run_stage", lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
     out = tmp_path / "sweep.json"
-    with prefect_test_harness():
-        assert main(["sweep", str(sweep), "-q", "--output-json", str(out)]) == 0
-        artifact = Artifact.get("sweep-tiny-flow")
+    assert main(["sweep", str(sweep), "-q", "--output-json", str(out)]) == 0
+    artifact = Artifact.get("sweep-tiny-flow")
     result = json.loads(out.read_text())
     assert [r["label"] for r in result["rows"]] == ["method=rrf", "method=weighted"]
     assert len(result["indexes"]) == 1 and result["best"]["label"] in ("method=rrf", "method=weighted")

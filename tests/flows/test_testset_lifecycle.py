@@ -28,14 +28,6 @@ def scenario():
     return mod
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness():
-        yield
-
-
 @pytest.fixture
 def world(tmp_path, embedder):
     """Two published versions of the corpus copy (before and after the edits) and the test set, as CLI flags."""

@@ -59,7 +59,7 @@ def test_evaluation_logs_to_an_mlflow_server(tmp_path, write_files, capsys):
         assert len(runs) == 1 and "ndcg_at_10" in runs[0].data.metrics
 
 
-def test_dask_runner_builds_the_same_index_as_threads(tmp_path, write_files):
+def test_dask_runner_builds_the_same_index_as_threads(prefect_api, tmp_path, write_files):
     from ragrig.configs.load import load_config
     from ragrig.flows.ingest import run_ingest
     from ragrig.retrieval.index.version import IndexVersion
@@ -69,10 +69,7 @@ def test_dask_runner_builds_the_same_index_as_threads(tmp_path, write_files):
     for runner in ("threads", "dask"):
         over = [f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]", f"home={tmp_path / runner}",
                 f"flow.task_runner={runner}", "flow.extract_batch=1"]
-        from prefect.testing.utilities import prefect_test_harness
-
-        with prefect_test_harness():
-            stats = run_ingest(load_config(None, over), None, over, progress=False)
+        stats = run_ingest(load_config(None, over), None, over, progress=False)
         assert stats["published"]
         v = IndexVersion.current(load_config(None, over))
         got = v.collection().get(include=["embeddings"])

@@ -11,7 +11,8 @@ import pytest
 from ragrig.flows.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hostile"))
-from make_hostile import GOOD, build  # noqa: E402
+from make_hostile import GOOD, build, nested  # noqa: E402
+from ragrig.retrieval.documents import Document, sha256_text
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder):
     corpus = tmp_path / "corpus"
-    build(corpus)
+    build(corpus, nested_headers=600)  # 10,000 nested headers: the next test, without embedding 6,668 sections
     cfg = make_config(corpus)
     pipe = IngestPipeline(cfg)
     pipe.embedder = embedder
@@ -41,6 +42,20 @@ def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder)
     nested = [c for c in v.chunks if c.doc_id == "nested.md"]
     assert nested and all(v.documents_by_id["nested.md"].markdown[c.start:c.end] == c.text for c in nested)
     assert stats.docs_failed == 9 and stats.published
+
+
+def test_ten_thousand_nested_headers_chunk_to_exact_spans(make_config, embedder):
+    """The pipeline's chunking of 10,000 headers nested 1-6 deep (its token counter and parameters): no failure,
+    every chunk's offsets slice back to its text, every body line in exactly one chunk."""
+    markdown = nested(10_000)
+    doc = Document(doc_id="nested.md", sha256=sha256_text(markdown), format="md", markdown=markdown, metadata={})
+    pipe = IngestPipeline(make_config())
+    pipe.embedder = embedder
+    chunks = pipe.chunk([doc])
+    assert pipe.stats.failures == [] and pipe.stats.chunks_over_window == 0
+    assert chunks and all(markdown[c.start:c.end] == c.text for c in chunks)
+    bodies = [line for c in chunks for line in c.text.splitlines() if line.startswith("body ")]
+    assert bodies == [f"body {i}" for i in range(10_000)]
 
 
 def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, monkeypatch):

@@ -128,8 +128,10 @@ def _while_locked(args: list[str], env: dict[str, str], world: dict) -> subproce
     from ragrig.configs.load import load_config
     from ragrig.retrieval.index.layout import Layout
 
-    os.environ["RAGRIG_HOME"] = str(world["indexed"])
-    lock = Layout(load_config(overrides=[s for s in world["sets"] if s != "--set"])).lock_file
+    # the indexed home named in the config, not on os.environ (which would leak into every later test in this
+    # process, and the benchmark shares this function)
+    sets = [s for s in world["sets"] if s != "--set"] + [f"home={world['indexed']}"]
+    lock = Layout(load_config(overrides=sets)).lock_file
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from pathlib import Path; from ragrig.retrieval.index.files import ingest_lock\n"
         f"with ingest_lock(Path({str(lock)!r})):\n    print('held', flush=True); time.sleep(600)")],

@@ -44,16 +44,14 @@ def test_every_row_names_a_stage_the_library_runs():
 
 
 @pytest.mark.slow
-def test_run_stage_runs_the_step_as_a_task_in_a_flow():
+def test_run_stage_runs_the_step_as_a_task_in_a_flow(prefect_api):
     from prefect import flow
-    from prefect.testing.utilities import prefect_test_harness
 
     @flow
     def twice(x: int) -> int:
         return run_stage("double", lambda v: 2 * v, x)
 
-    with prefect_test_harness():
-        assert twice(21) == 42
+    assert twice(21) == 42
 
 
 def test_the_embedding_tag_has_a_concurrency_limit_to_create():
@@ -62,20 +60,37 @@ def test_the_embedding_tag_has_a_concurrency_limit_to_create():
     assert EMBEDDING_TAG in SETTINGS["embed"].tags and CONCURRENCY == {EMBEDDING_TAG: 1}
 
 
+@pytest.fixture
+def no_embedding_limit(prefect_api):
+    """The session's Prefect server without the ragrig-embedding limit, before and after the test."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    def drop() -> None:
+        with get_client(sync_client=True) as c:
+            try:
+                c.delete_concurrency_limit_by_tag("ragrig-embedding")
+            except ObjectNotFound:
+                pass
+
+    drop()
+    yield
+    drop()
+
+
 @pytest.mark.slow
-def test_deploying_creates_missing_concurrency_limits_and_keeps_existing_ones():
+def test_deploying_creates_missing_concurrency_limits_and_keeps_existing_ones(no_embedding_limit):
     """prefect.yaml's build step: the limit appears on the first deploy; a later deploy neither duplicates it nor
     resets a value an operator changed."""
     from prefect.client.orchestration import get_client
-    from prefect.testing.utilities import prefect_test_harness
     from ragrig.flows.deploy import ensure_concurrency_limits
 
-    with prefect_test_harness():
-        assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 1},
-                                               "created": ["ragrig-embedding"]}
-        with get_client(sync_client=True) as c:
-            c.create_concurrency_limit(tag="ragrig-embedding", concurrency_limit=3)  # an operator raises it
-        assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 3}, "created": []}
-        with get_client(sync_client=True) as c:
-            assert c.read_concurrency_limit_by_tag("ragrig-embedding").concurrency_limit == 3
-            assert [x.tag for x in c.read_concurrency_limits(limit=50, offset=0)].count("ragrig-embedding") == 1
+    assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 1},
+                                           "created": ["ragrig-embedding"]}
+    with get_client(sync_client=True) as c:
+        c.create_concurrency_limit(tag="ragrig-embedding", concurrency_limit=3)  # an operator raises it
+    assert ensure_concurrency_limits() == {"concurrency_limits": {"ragrig-embedding": 3}, "created": []}
+    with get_client(sync_client=True) as c:
+        assert c.read_concurrency_limit_by_tag("ragrig-embedding").concurrency_limit == 3
+        assert [x.tag for x in c.read_concurrency_limits(limit=50, offset=0)].count("ragrig-embedding") == 1
+
