@@ -144,7 +144,7 @@ class VectorSearchConfig(Strict):
     build is not deterministic (answers vary from one build to the next)."""
 
     mode: Literal["auto", "exact", "hnsw", "chroma"] = "auto"
-    exact_max_chunks: int = Field(50_000, ge=0)
+    exact_max_chunks: int = Field(20_000, ge=0)
     hnsw: HnswConfig = Field(default_factory=HnswConfig)
 
 

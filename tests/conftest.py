@@ -152,7 +152,7 @@ def make_report():
 # resolved today shows them; everything else must read back exactly as the fixture wrote it.
 ADDED_SINCE_INDEX_V1 = {
     ("embedding", "backend"): "auto", ("chunking", "title_path"): False,
-    ("index", "vector_search"): {"mode": "auto", "exact_max_chunks": 50_000,
+    ("index", "vector_search"): {"mode": "auto", "exact_max_chunks": 20_000,
                                  "hnsw": {"connectivity": 16, "expansion_add": 128, "expansion_search": 128}},
     ("retrieval", "rerank"): {"enabled": False, "model": "ms-marco-MiniLM-L-12-v2", "top_n": 20, "weight": 0.3,
                               "normalization": "zscore", "batch_size": 16},
