@@ -18,8 +18,8 @@ from ragrig.retrieval.index.format import HNSW_GRAPH, VECTORS
 def unit_rows(vecs: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), float32."""
     vecs = np.asarray(vecs, dtype=np.float32)
-    if vecs.ndim != 2 or not vecs.size:
-        return vecs.reshape(len(vecs), -1) if vecs.ndim else vecs
+    if not vecs.size:  # no rows (an empty version, a filter that allows none): keep the width when there is one
+        return vecs if vecs.ndim == 2 else vecs.reshape(len(vecs), 0)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     return np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
 

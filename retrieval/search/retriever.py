@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from ragrig.configs.errors import InputError, ModelMismatchError
+from ragrig.configs.errors import IndexDamagedError, InputError, ModelMismatchError
 from ragrig.configs.models import MAX_HOPS_MAX, TOP_K_MAX, RagrigConfig, RetrievalConfig
 from ragrig.retrieval.cache.queries import QueryCache
 from ragrig.retrieval.documents import Chunk
@@ -205,6 +205,9 @@ class Retriever:
         r = retrieval or self.cfg.retrieval
         k = r.top_k if top_k is None else top_k
         _check_depth(k, max_hops)
+        if not self.version.dir.is_dir():  # `ragrig reset` under this reader: its mapped vectors would still answer
+            raise IndexDamagedError(f"index {self.version.layout.key}@{self.version.version} was removed or damaged "
+                                    "under this reader (its folder is gone); `ragrig ingest` rebuilds it")
         memo = memo if memo is not None else CandidateMemo()
         hop_list = [r.max_hops if max_hops is None or max_hops[i] is None else max_hops[i] for i in range(len(queries))]
         # a batch allocates many short-lived objects over a large live heap (chunks, candidate memo): cyclic GC

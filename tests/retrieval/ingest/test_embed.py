@@ -15,7 +15,8 @@ class RecordingEmbedder(Embedder):
     """No model: a text's vector is [number of words, length in characters, 1]; every model call is kept."""
 
     def __init__(self, batch_size: int = 2, document_prefix: str = "") -> None:
-        super().__init__(EmbeddingConfig(batch_size=batch_size, document_prefix=document_prefix))
+        # normalize=False: these vectors are not unit length, and the cache checks the norm of a normalising model's
+        super().__init__(EmbeddingConfig(batch_size=batch_size, document_prefix=document_prefix, normalize=False))
         self.calls: list[list[str]] = []
         self.counted: list[list[str]] = []
 
