@@ -16,17 +16,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import EmbeddingConfig
+from ragrig.retrieval.http_json import post_json
 
 log = logging.getLogger(__name__)
 
@@ -84,33 +83,6 @@ class EndpointEncoder:
         return vecs
 
     def _request(self, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
-
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.ep.api_key_env, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        last = ""
-        for attempt in range(self.ep.retries + 1):
-            if attempt:
-                wait = self.ep.backoff_s * 2 ** (attempt - 1)
-                log.info("embedding endpoint %s: %s; retry %d in %.1f s", self.url, last, attempt, wait)
-                time.sleep(wait)
-            try:
-                resp = httpx.post(self.url, json=body, headers=headers, timeout=self.ep.timeout_s)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.ep.timeout_s:g} s"
-                continue
-            except httpx.HTTPError as exc:
-                last = f"unreachable ({type(exc).__name__})"
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code >= 400:
-                raise RagrigError(f"embedding endpoint {self.url}: HTTP {resp.status_code}: {resp.text[:200]}")
-            try:
-                return resp.json()
-            except json.JSONDecodeError:
-                raise RagrigError(f"embedding endpoint {self.url}: the response is not JSON") from None
-        raise RagrigError(f"embedding endpoint {self.url}: {last} ({self.ep.retries + 1} attempts)")
+        """The endpoint's answer (``retrieval/http_json.py``: retried with backoff, the key never in an error)."""
+        return post_json(self.url, body, key=os.environ.get(self.ep.api_key_env, ""), timeout_s=self.ep.timeout_s,
+                         retries=self.ep.retries, backoff_s=self.ep.backoff_s, where=f"embedding endpoint {self.url}")

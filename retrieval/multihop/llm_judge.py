@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import JudgeConfig
 from ragrig.configs.redact import redact, url_secrets
+from ragrig.retrieval.http_json import post_json
 from ragrig.retrieval.multihop.judges import Judgement, Missing, parse_missing
 from ragrig.retrieval.results import Hit
 
@@ -81,44 +81,11 @@ def judge_secrets(cfg: JudgeConfig) -> list[str]:
 
 
 def post_chat(cfg: JudgeConfig, body: dict[str, Any], who: str = "LLM judge") -> dict[str, Any]:
-    """POST ``body`` to ``<base_url>/chat/completions``; timeouts, connection errors, 429 and 5xx are retried
-    with exponential backoff, anything else is a RagrigError naming ``who`` and the URL. Every error text has the
-    API key and the URL's credentials masked (an endpoint may echo the key in its body; ``base_url`` may carry
-    ``user:KEY@``), so no warning, JSON field or served answer built from it shows them."""
-    import httpx
-
+    """POST ``body`` to ``<base_url>/chat/completions`` (``retrieval/http_json.py``: retried with backoff, every
+    error one RagrigError naming ``who`` and the URL, with the API key and the URL's credentials masked)."""
     url = cfg.base_url.rstrip("/") + "/chat/completions"
-    key = os.environ.get(cfg.api_key_env, "")
-    secrets = judge_secrets(cfg)
-
-    def fail(text: str) -> RagrigError:
-        return RagrigError(redact(f"{who} at {url}: {text}", secrets))
-
-    headers = {"Content-Type": "application/json"}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    last = ""
-    for attempt in range(cfg.retries + 1):
-        if attempt:
-            time.sleep(cfg.backoff_s * 2 ** (attempt - 1))
-        try:
-            resp = httpx.post(url, json=body, headers=headers, timeout=cfg.timeout_s)
-        except httpx.TimeoutException:
-            last = f"timed out after {cfg.timeout_s:g} s"
-            continue
-        except httpx.HTTPError as exc:
-            last = f"unreachable ({type(exc).__name__}: {exc})"
-            continue
-        if resp.status_code == 429 or resp.status_code >= 500:
-            last = f"HTTP {resp.status_code}"
-            continue
-        if resp.status_code >= 400:
-            raise fail(f"HTTP {resp.status_code}: {resp.text[:200]}")
-        try:
-            return resp.json()
-        except json.JSONDecodeError:
-            raise fail(f"the response is not JSON: {resp.text[:200]!r}") from None
-    raise fail(f"{last} ({cfg.retries + 1} attempts)")
+    return post_json(url, body, key=os.environ.get(cfg.api_key_env, ""), timeout_s=cfg.timeout_s,
+                     retries=cfg.retries, backoff_s=cfg.backoff_s, where=f"{who} at {url}")
 
 
 def chat_json(cfg: JudgeConfig, messages: list[dict[str, str]], schema: dict[str, Any], name: str,

@@ -87,13 +87,13 @@ def test_batches_and_the_key_only_in_the_header(embed_stub, monkeypatch, caplog)
 
 
 def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypatch, caplog):
-    from ragrig.retrieval.encoders import endpoint_backend
+    from ragrig.retrieval import http_json
     from ragrig.retrieval.encoders.endpoint_backend import EndpointEncoder
 
     stub, url = embed_stub
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     waits: list[float] = []
-    monkeypatch.setattr(endpoint_backend.time, "sleep", waits.append)
+    monkeypatch.setattr(http_json.time, "sleep", waits.append)
     enc = EndpointEncoder(config(url, backoff_s=0.5, retries=2))
     stub.fail = [503, 429]  # two failures, then success: 3 attempts, waits 0.5 and 1.0 (doubling)
     caplog.set_level(logging.DEBUG)
