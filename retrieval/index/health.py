@@ -20,7 +20,7 @@ from ragrig.retrieval.documents import sha256_text
 from ragrig.retrieval.index.format import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, chunk_ids_hash, iter_jsonl
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
-from ragrig.retrieval.index.vectors import read_vectors
+from ragrig.retrieval.index.vectors import read_vectors, shape_problem
 from ragrig.retrieval.index.verify import check_collection, check_files, load_manifest
 
 
@@ -121,9 +121,9 @@ def _check_vectors(vdir: Path, manifest: dict[str, Any]) -> list[str]:
         vecs = read_vectors(vdir)
     except (OSError, ValueError) as exc:
         return [f"vectors unreadable: {type(exc).__name__}: {str(exc)[:120]}"]
-    want = (manifest["counts"]["chunks"], manifest["embedding"]["dim"])
-    if vecs.shape != want and want[0] > 0:
-        return [f"vectors.npy holds {vecs.shape} vectors, the manifest {want}"]
+    problem = shape_problem(vecs, manifest)
+    if problem:
+        return [problem]
     norms = np.linalg.norm(np.asarray(vecs, dtype=np.float64), axis=1) if vecs.size else np.zeros(0)
     bad = int(np.sum(~np.isfinite(norms) | (np.abs(norms - 1) > 1e-3)))
     return [f"vectors.npy has {bad} rows that are not finite unit vectors"] if bad else []

@@ -9,6 +9,7 @@ float16: numpy has no BLAS kernel for float16 products, so a float16 file would 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ragrig.configs.models import VectorSearchConfig
@@ -31,6 +32,15 @@ def write_vectors(version_dir: Path, vectors: np.ndarray) -> None:
 def read_vectors(version_dir: Path) -> np.ndarray:
     """The version's vectors, memory-mapped read-only (readers of one version share the pages)."""
     return np.load(version_dir / VECTORS, mmap_mode="r")
+
+
+def shape_problem(vecs: np.ndarray, manifest: dict[str, Any]) -> str | None:
+    """What makes stored vectors unusable for the version the manifest describes (not float32, not one row per
+    chunk at the embedding's width), or None: the reader and ``health`` ask the same question."""
+    want = (manifest["counts"]["chunks"], int(manifest["embedding"]["dim"]))
+    if vecs.dtype != np.float32 or vecs.ndim != 2 or (vecs.shape != want and want[0] > 0):
+        return f"{VECTORS} holds {vecs.dtype} {vecs.shape}, the manifest float32 {want}"
+    return None
 
 
 def search_kind(cfg: VectorSearchConfig, n_chunks: int, has_vectors: bool = True) -> str:

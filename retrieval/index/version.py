@@ -23,7 +23,7 @@ from ragrig.retrieval.index import hnsw
 from ragrig.retrieval.index.format import BM25_DIR, VECTORS, read_chunks, read_documents, read_keywords
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
-from ragrig.retrieval.index.vectors import graph_path, read_vectors
+from ragrig.retrieval.index.vectors import graph_path, read_vectors, shape_problem
 from ragrig.retrieval.index.verify import check_collection, load_manifest, verify_version
 
 log = logging.getLogger(__name__)
@@ -132,9 +132,9 @@ class IndexVersion:
             vecs = read_vectors(self.dir)
         except (OSError, ValueError) as exc:
             raise self.damaged(f"{VECTORS} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
-        want = (self.manifest["counts"]["chunks"], int(self.manifest["embedding"]["dim"]))
-        if vecs.dtype != np.float32 or vecs.ndim != 2 or (vecs.shape != want and want[0] > 0):
-            raise self.damaged(f"{VECTORS} holds {vecs.dtype} {vecs.shape}, the manifest float32 {want}")
+        problem = shape_problem(vecs, self.manifest)
+        if problem:
+            raise self.damaged(problem)
         return vecs
 
     def hnsw_graph(self, cfg: HnswConfig) -> Any:

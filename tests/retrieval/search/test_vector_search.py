@@ -159,3 +159,15 @@ def test_the_hnsw_graph_is_the_same_in_two_processes(tmp_path):
 ])
 def test_search_kind(mode, n, has, kind):
     assert search_kind(VectorSearchConfig(mode=mode, exact_max_chunks=50_000), n, has) == kind
+
+
+def test_stored_vectors_must_be_float32_one_row_per_chunk_at_the_manifest_width():
+    from ragrig.retrieval.index.vectors import shape_problem
+
+    manifest = {"counts": {"chunks": 3}, "embedding": {"dim": 4}}
+    assert shape_problem(np.zeros((3, 4), np.float32), manifest) is None
+    assert shape_problem(np.zeros((3, 4), np.float64), manifest) == \
+        "vectors.npy holds float64 (3, 4), the manifest float32 (3, 4)"
+    assert shape_problem(np.zeros((2, 4), np.float32), manifest) == \
+        "vectors.npy holds float32 (2, 4), the manifest float32 (3, 4)"
+    assert shape_problem(np.zeros((0, 0), np.float32), {"counts": {"chunks": 0}, "embedding": {"dim": 4}}) is None
