@@ -75,8 +75,8 @@ class Retriever:
             raise self.version.damaged(f"bm25/ is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
         if bm25.size != len(self.chunks):
             raise self.version.damaged(f"BM25 has {bm25.size} documents, the chunks table {len(self.chunks)}")
-        self.sources = Sources(self.chunks, self._rows, bm25,
-                               open_vector_search(cfg.index.vector_search, self.version, self.order.rank), self.headers)
+        self.sources = Sources(bm25, open_vector_search(cfg.index.vector_search, self.version, self.order.rank),
+                               self.headers)
         if cfg.retrieval.fusion.weights.get("vector", 0) > 0:
             _ = self.embedder.model  # load now, so query timings measure queries, not model loading
         self._processors: dict[tuple[Any, ...], QueryProcessor] = {}

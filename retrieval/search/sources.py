@@ -3,10 +3,7 @@ per query. Vector candidates for a batch of queries come from one call of the ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.search.candidates import SourceRun
@@ -14,10 +11,7 @@ from ragrig.retrieval.search.vector_search import VectorSearch
 
 
 class Sources:
-    def __init__(self, chunks: Sequence[Chunk], row_of: dict[str, int], bm25: Bm25Index, vectors: VectorSearch,
-                 headers: HeaderIndex) -> None:
-        self.chunks = chunks
-        self.row_of = row_of
+    def __init__(self, bm25: Bm25Index, vectors: VectorSearch, headers: HeaderIndex) -> None:
         self.bm25_index = bm25
         self.vector_search = vectors
         self.headers = headers

@@ -17,8 +17,8 @@ ties broken by row, a row mask for filters):
   its graph with a random seed (measured: two builds of the same 20k vectors, one thread, agree on 55 % of
   top-10 lists), so its answers vary from build to build: ``kind`` says so wherever results are reported.
 
-``kind`` is what a run records (``exact`` / ``hnsw`` / ``chroma``); ``APPROXIMATE`` names the kinds whose answers
-are approximate, and ``NONDETERMINISTIC`` those whose answers vary between builds of the same index.
+``kind`` is what a run records (``exact`` / ``hnsw`` / ``chroma``); ``eval.compare.search_note`` says what each
+means for a difference between two runs.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from ragrig.configs.models import VectorSearchConfig
 from ragrig.retrieval.index.vectors import search_kind, unit_rows
 from ragrig.retrieval.index.version import IndexVersion
 
-APPROXIMATE = frozenset({"hnsw", "chroma"})
-NONDETERMINISTIC = frozenset({"chroma"})
 
 Found = tuple[np.ndarray, np.ndarray]  # (rows, cosine similarities), best first
 
