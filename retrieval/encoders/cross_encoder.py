@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.retrieval.encoders.catalog import Packaged
-from ragrig.retrieval.encoders.onnx_backend import _max_tokens, onnx_file
+from ragrig.retrieval.encoders.onnx_backend import _max_tokens, cpu_session, onnx_file
 
 RERANKER_EN = Packaged(
     name="cross-encoder/ms-marco-MiniLM-L-12-v2",
@@ -41,7 +41,6 @@ class PairScorer(Protocol):
 
 class OnnxCrossEncoder:
     def __init__(self, folder: Path, model_id: str, batch_size: int = 16, max_tokens: int = 512) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_file = onnx_file(folder)
@@ -53,13 +52,7 @@ class OnnxCrossEncoder:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(_max_tokens(folder, max_tokens), strategy="only_second")
         self.tokenizer.no_padding()
-        opts = ort.SessionOptions()
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise InputError(f"retrieval.rerank.model: cannot load {model_file} ({type(exc).__name__}: "
-                             f"{str(exc)[:200]})") from None
+        self.session = cpu_session(model_file, "retrieval.rerank.model")
         self.inputs = {i.name for i in self.session.get_inputs()}
         outs = [o.name for o in self.session.get_outputs()]
         self.output = "logits" if "logits" in outs else outs[0]

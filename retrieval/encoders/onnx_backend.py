@@ -22,6 +22,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import InputError
@@ -62,6 +63,22 @@ def folder_pooling(folder: Path) -> str:
     return ""
 
 
+def cpu_session(model_file: Path, field: str, threads: int | None = None) -> Any:
+    """An onnxruntime CPU session that does not spin idle threads (``threads``: intra- and inter-op threads;
+    None: onnxruntime's own choice); a file it cannot load is one InputError naming the config ``field``."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    if threads is not None:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = threads
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise InputError(f"{field}: cannot load {model_file} ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
 def _max_tokens(folder: Path, given: int) -> int:
     limits = [given, int(_json(folder / "config.json").get("max_position_embeddings") or 0)]
     tok_max = _json(folder / "tokenizer_config.json").get("model_max_length")
@@ -81,7 +98,6 @@ class OnnxEncoder:
     backend = "onnx"
 
     def __init__(self, folder: Path, cfg: EmbeddingConfig, *, pooling: str = "", max_tokens: int = 0) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.cfg = cfg
@@ -102,15 +118,8 @@ class OnnxEncoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_tokens)
         self.specials = len(self.tokenizer.encode("").ids)  # [CLS] and [SEP] for a BERT
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1  # one core per text; texts run side by side (see the module docstring)
-        opts.inter_op_num_threads = 1
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise InputError(f"embedding.model: cannot load {model_file} ({type(exc).__name__}: "
-                             f"{str(exc)[:200]})") from None
+        # one core per text; texts run side by side (see the module docstring)
+        self.session = cpu_session(model_file, "embedding.model", threads=1)
         self.inputs = {i.name for i in self.session.get_inputs()}
         outputs = self.session.get_outputs()
         self.output = next((o for o in outputs if o.name == "last_hidden_state"), outputs[0])
