@@ -74,8 +74,8 @@ def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         app = create_app(cfg, token=token)  # opens the published version (a missing index fails here, exit 2)
         # serve.torch_threads (auto: timed on the loaded model now); /health reports the choice
         embedder = app.state.live.current.retriever.embedder
-        app.state.torch_threads = choose_torch_threads(cfg.serve.torch_threads,
-                                                       lambda q: embedder.encode_queries([q]))
+        app.state.torch_threads = app.state.search_thread.submit(
+            choose_torch_threads, cfg.serve.torch_threads, lambda q: embedder.encode_queries([q])).result()
     except BaseException:
         sock.close()
         raise

@@ -14,10 +14,11 @@ expects another index or other retrieval settings (``ragrig query`` sends its co
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,7 +28,7 @@ from pydantic import ValidationError
 from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig, settings_digest
 from ragrig.retrieval.context import build_context
-from ragrig.retrieval.results import RetrievalResult
+from ragrig.retrieval.results import RetrievalResult, json_bytes
 from ragrig.retrieval.filters import Filters
 from ragrig.retrieval.search.retriever import Retriever
 from ragrig.retrieval.serve.api import (
@@ -40,7 +41,6 @@ from ragrig.retrieval.serve.api import (
 )
 from ragrig.retrieval.serve.live import LiveIndex, Slot
 from ragrig.retrieval.serve.metrics import ServeMetrics
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def _body(model: type[RetrieveRequest]) -> dict[str, Any]:
 
 
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(obj, ensure_ascii=False, default=str).encode()
+    body = obj.to_json() if isinstance(obj, RetrievalResult) else json_bytes(obj)
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
@@ -121,11 +121,19 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
             live.watch(cfg.serve.poll_s)
         yield
         live.stop()
+        search_thread.shutdown(wait=False, cancel_futures=True)
 
     # /docs and /openapi.json are served below behind the same token rule as /metrics (FastAPI's own are open)
     app = FastAPI(title="ragrig", summary="The evaluated retriever, served", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.live, app.state.metrics, app.state.torch_threads = live, metrics, None
+    # every search runs on this one thread (they run one at a time anyway, under live.search_lock): torch's
+    # OpenMP pool belongs to the thread that calls it, so one thread means one pool, warm from the first
+    # request, and ``ragrig serve`` times its thread choice on the same thread (docs/serve-latency.md)
+    app.state.search_thread = search_thread = ThreadPoolExecutor(1, thread_name_prefix="ragrig-search")
+
+    async def searched(fn: Callable[..., Response], *args: Any) -> Response:
+        return await asyncio.get_running_loop().run_in_executor(search_thread, fn, *args)
     app.add_middleware(BodyLimit, max_bytes=cfg.serve.max_request_bytes)
     app.add_middleware(Measured, metrics=metrics)  # outermost: a 413 is counted too
 
@@ -162,8 +170,8 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
         if not authorized(authorization, token):
             raise Unauthorized(f"missing or wrong bearer token (the server reads it from ${cfg.serve.token_env})")
 
-    def answer(req: RetrieveRequest, r: Retriever) -> tuple[RetrievalResult, float]:
-        """The request's result from ``r``, searched under the search lock; and the wait for it."""
+    def answer(req: RetrieveRequest, r: Retriever) -> RetrievalResult:
+        """The request's result from ``r``, searched under the search lock."""
         key = r.version.layout.key
         if req.index is not None and req.index != key:
             raise Conflict(f"this server serves index {key}, the request expects {req.index}: start `ragrig serve` "
@@ -172,17 +180,17 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
             raise Conflict(f"this server's retrieval settings ({digest}) differ from the request's "
                            f"({req.retrieval}): start `ragrig serve` with the same config, or query with --local")
         filters = Filters.parse(req.filter_items())
-        t0 = time.perf_counter()
         with live.search_lock:
-            waited = time.perf_counter() - t0
-            return r.search(req.query, top_k=req.top_k, filters=filters, max_hops=req.max_hops), waited
+            return r.search(req.query, top_k=req.top_k, filters=filters, max_hops=req.max_hops)
 
-    def answered(req: RetrieveRequest, context_tokens: int | None) -> Response:
-        """One request, start to end, on the version it acquired (run in a worker thread)."""
+    def answered(req: RetrieveRequest, context_tokens: int | None, submitted: float) -> Response:
+        """One request, start to end, on the version it acquired (run on the search thread; ``submitted``: when
+        it was handed over, so the wait for the thread is the ``queue`` stage)."""
+        waited = time.perf_counter() - submitted
         with live.acquire() as r:
-            res, waited = answer(req, r)
+            res = answer(req, r)
             key = r.version.layout.key
-            body: dict[str, Any] = res.to_dict()
+            body: RetrievalResult | dict[str, Any] = res
             if context_tokens is not None:
                 with live.search_lock:  # the tokenizer, like the encoder, one caller at a time
                     body = {"version": res.version, **build_context(res.hits, context_tokens,
@@ -204,13 +212,13 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
     @app.post("/retrieve", openapi_extra=_body(RetrieveRequest))
     async def retrieve(request: Request) -> Response:
         req = await parsed(request, RetrieveRequest)
-        return await run_in_threadpool(answered, req, None)
+        return await searched(answered, req, None, time.perf_counter())
 
     @app.post("/context", openapi_extra=_body(ContextRequest))
     async def context(request: Request) -> Response:
         req = await parsed(request, ContextRequest)
         assert isinstance(req, ContextRequest)
-        return await run_in_threadpool(answered, req, req.budget(cfg.serve))
+        return await searched(answered, req, req.budget(cfg.serve), time.perf_counter())
 
     @app.get("/health")
     def health() -> Response:

@@ -155,3 +155,39 @@ def test_health_and_metrics(served):
     assert 'ragrig_stage_seconds_count{stage="queue"} 5.0' in text and "ragrig_cache_hits_total 1.0" in text
     assert re.search(rf'ragrig_index_info{{index="{cfg.index_key()}",model="[^"]+",version="v000001"}} 1\.0', text)
     assert "ragrig_index_switches_total 0.0" in text and "ragrig_in_flight_requests 1.0" in text  # this request
+
+
+def test_every_search_runs_on_the_one_search_thread_and_its_wait_is_the_queue_stage(served):
+    """torch's OpenMP pool belongs to the calling thread: searches on one thread use one pool (two pools made the
+    served encoding ~35 % slower, docs/serve-latency.md). Requests that arrive while it is busy wait for it, and
+    that wait is the ``queue`` stage."""
+    import threading
+    import time as clock
+
+    cfg, live, client = served
+    r = live.current.retriever
+    seen: list[str] = []
+    real = r.search
+
+    def slow_search(*a, **kw):
+        seen.append(threading.current_thread().name)
+        clock.sleep(0.2)
+        return real(*a, **kw)
+
+    r.search = slow_search
+    try:
+        answers: list[int] = []
+        callers = [threading.Thread(target=lambda q=q: answers.append(
+            client.post("/retrieve", json={"query": q}).status_code)) for q in QUERIES[:3]]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join(30)
+        client.post("/context", json={"query": QUERIES[3], "tokens": 60})
+    finally:
+        r.search = real
+    assert answers == [200, 200, 200] and len(seen) == 4
+    assert len(set(seen)) == 1 and seen[0].startswith("ragrig-search")
+    text = client.get("/metrics").text
+    queued = float(re.search(r'ragrig_stage_seconds_sum{stage="queue"} ([0-9.e+-]+)', text).group(1))
+    assert queued >= 0.2 + 0.4 - 0.05  # the 2nd waited one search (0.2 s), the 3rd two, at the least
