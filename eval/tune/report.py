@@ -45,6 +45,7 @@ class TuneResult:
     per_tag: dict[str, dict[str, float]]
     written: str | None = None
     holdout: dict[str, Any] | None = None
+    holdout_runs: list[dict[str, Any]] = field(default_factory=list)  # the honesty check, one per seed
     indexes: list[dict[str, Any]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     parent_run_id: str | None = None
@@ -91,4 +92,12 @@ def summary_markdown(r: TuneResult) -> str:
                   f"{_ci(h['estimate_ci'])} {'contains' if h['within'] else 'does NOT contain'} it; its gain over the "
                   f"default there {h['held_gain']:+.4f}, the estimated gain {h['gain']:+.4f} {_ci(h['gain_ci'])} "
                   f"{'contains' if h['gain_within'] else 'does NOT contain'} it."]
+    if len(r.holdout_runs) > 1:
+        lines += ["", "| seed | pick | held-out score (default) | estimate [95 %] | held-out gain | estimated gain [95 %] |",
+                  "|---:|---|---:|---:|---:|---:|"]
+        for x in r.holdout_runs:
+            lines.append(f"| {x['seed']} | {x['pick']} | {x['held_score']:.4f} ({x['held_default']:.4f}) | "
+                         f"{x['estimate']:.4f} {_ci(x['estimate_ci'])} {'inside' if x['within'] else '**outside**'} | "
+                         f"{x['held_gain']:+.4f} | {x['gain']:+.4f} {_ci(x['gain_ci'])} "
+                         f"{'inside' if x['gain_within'] else '**outside**'} |")
     return "\n".join(lines)

@@ -46,7 +46,11 @@ def load_cases(paths: list[str]) -> tuple[list[TestSet], list[str], list[list[st
 
 def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolved | None = None,
              testsets: list[str] | None = None, holdout: float | None = None, write: str | Path | None = None,
-             log_mlflow: bool = True, progress: bool = False, step: Step | None = None) -> TuneResult:
+             log_mlflow: bool = True, progress: bool = False, step: Step | None = None,
+             holdout_seeds: list[int] | None = None) -> TuneResult:
+    """``holdout``: the honesty check (tune on 1-F of the cases, score the pick on the other F; nothing written),
+    with ``spec.seed``'s split; ``holdout_seeds``: the same check repeated for each of these seeds (split, folds
+    and bootstrap) over the one evaluation, in ``result.holdout_runs`` (the first is ``result.holdout``)."""
     t0 = time.perf_counter()
     items = configs if configs is not None else resolve_space(spec, extra)
     cfg0 = items[0][2]
@@ -57,11 +61,11 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
     if k_at not in cfg0.eval.k_values:
         raise InputError(f"{spec.path}: metric: {spec.metric} needs k={k_at} in eval.k_values {cfg0.eval.k_values}")
     strata = [stratum(t) for t in tags]
-    held = split_holdout(strata, holdout, spec.seed) if holdout is not None else np.zeros(len(keys), dtype=bool)
-    tune_idx = np.nonzero(~held)[0]
-    check_folds(spec.folds, [strata[i] for i in tune_idx], where + (" (the tuning part)" if holdout else ""),
-                spec.stratify)
-    folds = assign_folds([strata[i] for i in tune_idx], spec.folds, spec.seed, spec.stratify)
+    if holdout_seeds and holdout is None:
+        raise InputError("tune: --holdout-seeds needs --holdout-fraction (the share of cases each seed holds out)")
+    seeds = list(dict.fromkeys(holdout_seeds or [spec.seed]))
+    for seed in seeds:  # every split checked before any work
+        _split(strata, holdout, seed, spec, where)
 
     # evaluate every candidate once over every case (the sweep's shared indexes, memos and MLflow runs)
     labels = [label for label, _, _ in items]
@@ -87,6 +91,40 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
         raise InputError(f"tune: some cases got no score ({int(np.isnan(scores).sum())}); check the test sets")
 
     t1 = time.perf_counter()
+    runs = [_choose(spec.model_copy(update={"seed": seed}), scores, items, rows, sets, tags, strata, holdout, where)
+            for seed in seeds]
+    result = runs[0]
+    if holdout is not None:
+        result.holdout_runs = [r.holdout for r in runs if r.holdout is not None]
+    elif result.significant and write:
+        result.written = write_winner(Path(write), items[labels.index(result.winner)][2], result)
+    result.indexes = [vars(ix) for ix in sweep.indexes]
+    result.parent_run_id = sweep.parent_run_id
+    result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
+                      "sweep": sweep.seconds.get("total", 0.0)}
+    if sweep.parent_run_id:
+        _log(cfg0, result)
+    result.seconds["total"] = time.perf_counter() - t0
+    return result
+
+
+def _split(strata: list[str], holdout: float | None, seed: int, spec: TuneSpace,
+           where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(held-out mask, the tuning cases' indexes, their folds) for ``seed``; a split that leaves a fold empty of a
+    stratum is an error naming the test set."""
+    held = split_holdout(strata, holdout, seed) if holdout is not None else np.zeros(len(strata), dtype=bool)
+    tune_idx = np.nonzero(~held)[0]
+    check_folds(spec.folds, [strata[i] for i in tune_idx], where + (" (the tuning part)" if holdout else ""),
+                spec.stratify)
+    return held, tune_idx, assign_folds([strata[i] for i in tune_idx], spec.folds, seed, spec.stratify)
+
+
+def _choose(spec: TuneSpace, scores: np.ndarray, items: Resolved, rows: dict[str, list[SweepRow]],
+            sets: list[TestSet], tags: list[list[str]], strata: list[str], holdout: float | None,
+            where: str) -> TuneResult:
+    """Nested selection over the candidates x cases ``scores`` with ``spec.seed``'s folds (and held-out split)."""
+    labels = [label for label, _, _ in items]
+    held, tune_idx, folds = _split(strata, holdout, spec.seed, spec, where)
     sub = scores[:, tune_idx]
     n = nested(sub, folds, spec.folds)
     winner = pick(sub, np.ones(sub.shape[1], dtype=bool))
@@ -105,8 +143,7 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
         default_estimate=n.default_estimate, default_ci=bootstrap_ci(n.case_default, spec.bootstrap, spec.seed),
         gain=dec.gain, gain_ci=dec.gain_ci, p=dec.p, significant=dec.significant, reason=dec.reason,
         winner=labels[winner], winner_overrides=items[winner][1],
-        per_tag=per_tag(n, [tags[i] for i in tune_idx]),
-        indexes=[vars(ix) for ix in sweep.indexes], parent_run_id=sweep.parent_run_id)
+        per_tag=per_tag(n, [tags[i] for i in tune_idx]))
     if holdout is not None:
         h = np.nonzero(held)[0]
         lo, hi = result.estimate_ci
@@ -120,13 +157,6 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
                           "estimate_ci": [lo, hi], "within": bool(lo <= held_score <= hi),
                           "held_gain": held_score - held_default, "gain": result.gain, "gain_ci": [glo, ghi],
                           "gain_within": bool(glo <= held_score - held_default <= ghi)}
-    elif dec.significant and write:
-        result.written = write_winner(Path(write), items[winner][2], result)
-    result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
-                      "sweep": sweep.seconds.get("total", 0.0)}
-    if sweep.parent_run_id:
-        _log(cfg0, result)
-    result.seconds["total"] = time.perf_counter() - t0
     return result
 
 

@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("--no-stratify", action="store_true", help="folds by case only, not stratified by first tag")
     p.add_argument("--holdout-fraction", type=float, default=None, metavar="F",
                    help="honesty check: tune on 1-F of the cases, score the pick on the other F, write nothing")
+    p.add_argument("--holdout-seeds", type=int, nargs="+", default=None, metavar="SEED",
+                   help="repeat the honesty check for each seed (its split, folds and bootstrap) over the one "
+                   "evaluation of every candidate")
     p.add_argument("--write", metavar="FILE", default=None,
                    help="where a significant winner's config goes (default: tuned-<space name>.yaml)")
     p.add_argument("--output-json", metavar="FILE")
@@ -48,7 +51,7 @@ def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     write = args.write or f"tuned-{spec.name}.yaml"
     with progress_bar(len(configs), quiet=args.quiet) as step:
         result = run_tune(spec, args.overrides, configs=configs, testsets=testsets, holdout=args.holdout_fraction,
-                          write=write, progress=False, step=step)
+                          write=write, progress=False, step=step, holdout_seeds=args.holdout_seeds)
     print_tune(result.to_dict())
     write_json(args.output_json, result.to_dict())
     return 0

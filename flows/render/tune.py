@@ -62,6 +62,21 @@ def print_tune(r: dict[str, Any]) -> None:
               f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
         print(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
               f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
+    runs = r.get("holdout_runs") or []
+    if len(runs) > 1:
+        hs = Table(title=f"honesty check per seed (fraction {runs[0]['fraction']})", title_justify="left")
+        for col in ("seed", "pick", "held-out score", "default", "estimate [95%]", "", "held-out gain",
+                    "estimated gain [95%]", ""):
+            hs.add_column(col, justify="left" if col in ("pick", "") else "right")
+        for x in runs:
+            hs.add_row(str(x["seed"]), x["pick"], f"{x['held_score']:.4f}", f"{x['held_default']:.4f}",
+                       f"{x['estimate']:.4f} {_ci(x['estimate_ci'])}", "inside" if x["within"] else "OUTSIDE",
+                       f"{x['held_gain']:+.4f}", f"{x['gain']:+.4f} {_ci(x['gain_ci'])}",
+                       "inside" if x["gain_within"] else "OUTSIDE")
+        console.print(hs)
+        print(f"held-out score inside its estimate's interval for {sum(x['within'] for x in runs)} of {len(runs)} "
+              f"seeds; held-out gain inside the estimated gain's for {sum(x['gain_within'] for x in runs)} of "
+              f"{len(runs)}")
     print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
         print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in r["winner_overrides"].items()))
