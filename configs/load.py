@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 from ragrig.configs.errors import InputError
-from ragrig.configs.models import RagrigConfig
+from ragrig.configs.models import RENAMED, RagrigConfig
 from ragrig.configs.yamlio import LocatedYaml, YamlBombError, load_yaml, safe_load_bounded
 
 DEFAULT_CONFIG = Path(__file__).with_name("default.yaml")
@@ -87,6 +87,8 @@ def _apply_override(data: dict[str, Any], keys: list[str], value: Any, item: str
         fields = model.model_fields if model is not None else {}
         if model is not None and k not in fields:
             dotted = ".".join(keys[: i + 1])
+            if dotted in RENAMED:
+                raise InputError(f"--set {item!r}: {dotted} was renamed: it is now {RENAMED[dotted]}")
             raise InputError(f"--set {item!r}: unknown key '{dotted}'; known here: {sorted(fields)}")
         ann = fields[k].annotation if model is not None else None
         model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None

@@ -290,11 +290,38 @@ class MlflowConfig(Strict):
     artifact_location: str | None = None
 
 
+# keys renamed since an earlier release: a config that still has one is refused with the new name (configs/load.py
+# names them for --set too)
+RENAMED = {"flow.task_runner": "flow.runner (local | dask; 'threads' is now 'local')",
+           "flow.max_workers": "flow.workers", "flow.dask_address": "flow.address"}
+
+
 class FlowConfig(Strict):
-    task_runner: Literal["threads", "dask"] = "threads"
-    max_workers: int = Field(2, ge=1, le=256)
-    dask_address: str | None = None
+    """Where the flows' work runs (flows/runners.py): ``local`` in this process (``workers`` threads), or ``dask``:
+    a ``distributed.LocalCluster`` of ``workers`` processes, or the running cluster whose scheduler is ``address``.
+    With dask, ingest maps its stages and a sweep or tune evaluates each config as a task on the cluster."""
+
+    runner: Literal["local", "dask"] = "local"
+    workers: int = Field(2, ge=1, le=256, description="threads (local) or LocalCluster worker processes (dask)")
+    address: str | None = Field(None, pattern=r"^(tcp|tls)://\S+$", description=(
+        "a Dask scheduler to join (tcp://host:8786); null with runner dask: a LocalCluster on 127.0.0.1"))
+    connect_timeout_s: float = Field(10.0, gt=0, le=600, description="how long to wait for the scheduler at address")
     extract_batch: int = Field(64, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        old = [k for k in RENAMED if isinstance(data, dict) and k.split(".")[1] in data]
+        if old:
+            raise ValueError("renamed: " + "; ".join(f"{k} is now {RENAMED[k]}" for k in old))
+        return data
+
+    @field_validator("address")
+    @classmethod
+    def _address_needs_dask(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v and info.data.get("runner", "dask") != "dask":
+            raise ValueError(f"an address needs flow.runner: dask (got {info.data['runner']})")
+        return v
 
 
 class ServeConfig(Strict):

@@ -1,25 +1,92 @@
-"""The task runner is a config choice: threads (default) or Dask (a LocalCluster, or a scheduler address)."""
+"""Where the flows' work runs (``flow.runner``): ``local`` (threads in this process) or ``dask``, a
+``distributed.LocalCluster`` of ``flow.workers`` processes on 127.0.0.1, or the cluster whose scheduler is
+``flow.address``. Two ways in, one cluster setting: ``task_runner_for`` (the Prefect task runner a flow runs its
+mapped tasks on) and ``cluster_mapper`` (a plain ``Mapper`` over a Dask client, which the library's sweep takes to
+evaluate each config as a task; Dask does the scheduling).
+
+A scheduler that does not answer within ``flow.connect_timeout_s`` is one line (``SchedulerUnreachable``), before
+any work starts.
+"""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
-from ragrig.configs.errors import InputError
+from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 
 
+class SchedulerUnreachable(RagrigError):
+    """``flow.address`` names a scheduler that does not answer (exit code 1)."""
+
+
+def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
+    """``flow.workers`` single-threaded worker processes on loopback, no dashboard."""
+    return {"n_workers": cfg.flow.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
+            "host": "127.0.0.1"}
+
+
+def check_scheduler(address: str, timeout_s: float) -> None:
+    """Raise ``SchedulerUnreachable`` unless something accepts a connection at ``address`` within ``timeout_s``
+    (Dask's own client would wait its 30 s connect timeout, then print a traceback)."""
+    parts = urlsplit(address)
+    try:
+        with socket.create_connection((parts.hostname or "", parts.port or 8786), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    raise SchedulerUnreachable(f"flow.address {address}: no Dask scheduler answers ({reason}, waited up to "
+                               f"{timeout_s:g} s); start one (`dask scheduler`) or drop --address")
+
+
 def task_runner_for(cfg: RagrigConfig) -> Any:
-    if cfg.flow.task_runner == "threads":
+    if cfg.flow.runner == "local":
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        return ThreadPoolTaskRunner(max_workers=cfg.flow.max_workers)
+        return ThreadPoolTaskRunner(max_workers=cfg.flow.workers)
+    from prefect_dask import DaskTaskRunner
+
+    if cfg.flow.address:
+        check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
+        return DaskTaskRunner(address=cfg.flow.address, client_kwargs={"timeout": cfg.flow.connect_timeout_s})
+    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(cfg))
+
+
+Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterator[Any]]
+
+
+def _map_on(client: Any, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+    """Submit every call at once (the scheduler places them), yield the results in the calls' order."""
+    futures = [client.submit(fn, *args, pure=False) for args in calls]
     try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:  # pragma: no cover - prefect-dask is a dependency
-        raise InputError("flow.task_runner: dask needs prefect-dask (pip install prefect-dask)") from None
-    if cfg.flow.dask_address:
-        return DaskTaskRunner(address=cfg.flow.dask_address)
-    return DaskTaskRunner(
-        cluster_kwargs={"n_workers": cfg.flow.max_workers, "threads_per_worker": 1, "processes": True,
-                        "dashboard_address": None, "host": "127.0.0.1"}
-    )
+        for fut in futures:
+            yield fut.result()
+    finally:
+        client.cancel(futures)  # a failed call: the others stop too (no-op for those already done)
+
+
+@contextmanager
+def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
+    """A ``Mapper`` over the configured cluster for as long as the block runs (None with the local runner: the
+    library then runs each call in this process, in order)."""
+    if cfg.flow.runner == "local":
+        yield None
+        return
+    from distributed import Client, LocalCluster
+
+    if cfg.flow.address:
+        check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
+        cluster, client = None, Client(cfg.flow.address, timeout=cfg.flow.connect_timeout_s)
+    else:
+        cluster = LocalCluster(**local_cluster_kwargs(cfg))
+        client = Client(cluster)
+    try:
+        yield lambda fn, calls: _map_on(client, fn, calls)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

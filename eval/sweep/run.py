@@ -5,12 +5,15 @@ and every config on its index evaluated with ``evaluate_testsets`` on a retrieve
 - Per index version, the test sets are resolved once, and retrieval candidates (per source, per processed
   query, per depth) and query vectors are computed once and reused by every fusion / shaping variant.
 - One MLflow parent run for the sweep (``parent``), one nested child run per (config, test set).
+- With a ``mapper`` (flows/runners.py ``cluster_mapper``: a Dask cluster), every index is ingested first, here,
+  then each config is one task (``remote.evaluate_config``) that opens the version ingested here from the shared
+  home; the rows come back in the same order as without one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ragrig.configs.errors import InputError
@@ -18,9 +21,11 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.parent import child_options, finish_parent, start_parent
+from ragrig.eval.sweep.remote import evaluate_config, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, load_testset
+from ragrig.eval.tracking.runs import log_report
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats, StageCall
@@ -28,6 +33,9 @@ from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
 Item = tuple[str, dict[str, Any], RagrigConfig]  # (label, overrides, config): one of ``Resolved``
+Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterator[Any]]
+"""``mapper(fn, calls)`` runs ``fn(*args)`` for every ``args`` of ``calls`` (anywhere: tasks on a cluster) and
+yields the results in the calls' order."""
 OnReport = Callable[[SweepRow, EvalReport], None]
 """Called after each (config, test set) with its row and whole report (``ragrig tune`` reads per-case scores
 from it and drives a progress bar)."""
@@ -35,10 +43,11 @@ from it and drives a progress bar)."""
 
 def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
               stage: StageCall | None = None, configs: Resolved | None = None,
-              on_report: OnReport | None = None) -> SweepResult:
+              on_report: OnReport | None = None, mapper: Mapper | None = None) -> SweepResult:
     """Run a sweep. ``configs``: ``resolve(spec, extra)`` when the caller already validated them (the CLI).
     ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in flows/sweep.py passes
-    one that runs it as a task), so the sequence lives here only."""
+    one that runs it as a task), so the sequence lives here only. ``mapper``: evaluate the configs as tasks
+    through it (each ingest still runs here, first)."""
     call = stage or call_directly
     t0 = time.perf_counter()
     configs = configs if configs is not None else resolve(spec, extra)
@@ -55,8 +64,12 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     try:
         with frozen_heap():
             seen_texts: set[str] = set()
-            for items in groups.values():
-                _run_group(spec, items, sets, result, seen_texts, parent, call, progress, on_report)
+            if mapper is None:
+                for items in groups.values():
+                    _run_group(spec, items, sets, result, seen_texts, parent, call, progress, on_report)
+            else:
+                _run_mapped(spec, list(groups.values()), sets, result, seen_texts, parent, call, progress, on_report,
+                            mapper)
     finally:
         result.seconds["total"] = time.perf_counter() - t0
         if parent is not None:
@@ -68,17 +81,53 @@ def _ingest(cfg: RagrigConfig, progress: bool) -> IngestStats:
     return IngestPipeline(cfg, progress=progress).run()
 
 
-def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: SweepResult, seen_texts: set[str],
-               parent: Any, call: StageCall, progress: bool, on_report: OnReport | None = None) -> None:
-    """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
-    once, then evaluate (and log) every config on every test set."""
-    cfg0 = items[0][2]
+def _ingest_group(cfg0: RagrigConfig, result: SweepResult, seen_texts: set[str], call: StageCall,
+                  progress: bool) -> IndexVersion:
+    """Ingest one group's index (a no-op when current) and open its published version."""
     t1 = time.perf_counter()
     stats = call("ingest", _ingest, cfg0, progress)
     version = IndexVersion.current(cfg0)
     seen_texts.update(c.sha256 for c in version.chunks)
     result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
                                      stats.chunks_cached, len(seen_texts), time.perf_counter() - t1))
+    return version
+
+
+def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], result: SweepResult,
+                seen_texts: set[str], parent: Any, call: StageCall, progress: bool, on_report: OnReport | None,
+                mapper: Mapper) -> None:
+    """Every index ingested here first, then one task per config through ``mapper``; the versions stay pinned
+    (leased) here until every task is done. MLflow children: logged by the tasks to a tracking server, else
+    here as each result returns (``remote.logs_in_tasks``)."""
+    versions = [_ingest_group(items[0][2], result, seen_texts, call, progress) for items in groups]
+    calls, logs = [], []
+    for items, version in zip(groups, versions):
+        for label, ov, cfg in items:
+            log = child_options(parent, spec, label, ov)
+            logs.append((cfg, log))
+            calls.append((_home_pinned(items[0][2]), version.version, label, ov, _home_pinned(cfg), sets,
+                          log if logs_in_tasks(cfg) else None))
+    for (cfg, log), pairs in zip(logs, mapper(evaluate_config, calls)):
+        for row, report in pairs:
+            if log is not None and row.run_id is None and cfg.mlflow.enabled:
+                row.run_id = report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)
+            result.rows.append(row)
+            if on_report is not None:
+                on_report(row, report)
+
+
+def _home_pinned(cfg: RagrigConfig) -> RagrigConfig:
+    """``cfg`` with its home as this process resolves it ($RAGRIG_HOME or ./.ragrig): a worker has its own
+    environment and working directory."""
+    return cfg if cfg.home else cfg.model_copy(update={"home": str(cfg.home_dir)})
+
+
+def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: SweepResult, seen_texts: set[str],
+               parent: Any, call: StageCall, progress: bool, on_report: OnReport | None = None) -> None:
+    """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
+    once, then evaluate (and log) every config on every test set."""
+    cfg0 = items[0][2]
+    version = _ingest_group(cfg0, result, seen_texts, call, progress)
     retriever = Retriever(cfg0, version)
     memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
     resolved = resolve_all(sets, version.documents_by_id)

@@ -16,7 +16,7 @@ import sys
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
 from ragrig.flows.cli import compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
-from ragrig.flows.cli.common import quiet_env
+from ragrig.flows.cli.common import quiet_env, runner_overrides
 
 GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, index, testsets, diff)  # the order of `ragrig --help`
 
@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
     configure(json_logs=args.log_json, level=args.log_level)
     try:
+        args.overrides = [*args.overrides, *runner_overrides(args)]  # --runner & co. are config overrides
         cfg = load_config(args.config, args.overrides)
         from ragrig.retrieval.search.query import load_synonyms
 

@@ -19,6 +19,27 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="override one config value (repeatable), e.g. --set retrieval.fusion.rrf_k=40")
 
 
+def add_runner(p: argparse.ArgumentParser) -> None:
+    """--runner/--workers/--address: shortcuts for flow.runner/workers/address (config overrides, so reports and
+    MLflow record them); --address alone implies --runner dask."""
+    g = p.add_argument_group("where the work runs (flow.runner, flow.workers, flow.address)")
+    g.add_argument("--runner", choices=["local", "dask"], default=None,
+                   help="local: this process; dask: a LocalCluster of --workers processes, or the cluster at --address")
+    g.add_argument("--workers", type=int, default=None, metavar="N", help="threads (local) or worker processes (dask)")
+    g.add_argument("--address", default=None, metavar="tcp://HOST:PORT", help="join the Dask cluster at this scheduler")
+
+
+def runner_overrides(args: argparse.Namespace) -> list[str]:
+    """The --set items the runner shortcuts stand for (none for a command without them)."""
+    runner = getattr(args, "runner", None) or ("dask" if getattr(args, "address", None) else None)
+    out = [f"flow.runner={runner}"] if runner else []
+    if getattr(args, "workers", None) is not None:
+        out.append(f"flow.workers={args.workers}")
+    if getattr(args, "address", None):
+        out.append(f"flow.address={args.address}")
+    return out
+
+
 def quiet_env(cfg: RagrigConfig) -> None:
     """Offline, quiet defaults for the libraries we drive (never overriding what the user set)."""
     from ragrig.flows.environment import QUIET_ENV

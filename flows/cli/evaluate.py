@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common, prefect_home, write_json
+from ragrig.flows.cli.common import add_common, add_runner, prefect_home, write_json
 
 if TYPE_CHECKING:
     from ragrig.eval.testset import TestSet
@@ -28,6 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--output-json", metavar="FILE")
     p.add_argument("--run-name", default=None)
     p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
+    add_runner(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("run", help="the main job: ingest the corpus, evaluate its test sets, log to MLflow")
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("--run-name", default=None)
     p.add_argument("--output-json", metavar="FILE", help="write the evaluation report as JSON")
     p.add_argument("--no-prefect", action="store_true", help="run without Prefect flows")
+    add_runner(p)
     p.set_defaults(func=cmd_run)
 
 

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common, prefect_home, write_json
+from ragrig.flows.cli.common import add_common, add_runner, prefect_home, write_json
 
 
 def register(sub: Any) -> None:
@@ -20,6 +20,7 @@ def register(sub: Any) -> None:
                    help="wait this long for another ingest's lock")
     p.add_argument("--no-prefect", action="store_true", help="run the plain pipeline without a Prefect flow")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    add_runner(p)
     p.set_defaults(func=cmd_ingest)
 
 

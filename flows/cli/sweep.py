@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common, prefect_home, write_json
+from ragrig.flows.cli.common import add_common, add_runner, prefect_home, write_json
 
 
 def register(sub: Any) -> None:
@@ -16,6 +16,7 @@ def register(sub: Any) -> None:
     p.add_argument("--output-json", metavar="FILE")
     p.add_argument("--no-prefect", action="store_true", help="run without a Prefect flow")
     p.add_argument("--quiet", "-q", action="store_true")
+    add_runner(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -27,8 +28,10 @@ def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     configs = resolve(spec, args.overrides)  # every config validated before any work
     if args.no_prefect:
         from ragrig.eval.sweep.run import run_sweep
+        from ragrig.flows.runners import cluster_mapper
 
-        result = run_sweep(spec, args.overrides, progress=not args.quiet, configs=configs).to_dict()
+        with cluster_mapper(configs[0][2]) as mapper:  # flow.runner dask: each config a task on the cluster
+            result = run_sweep(spec, args.overrides, progress=not args.quiet, configs=configs, mapper=mapper).to_dict()
     else:
         prefect_home()
         from ragrig.flows.sweep import sweep_flow

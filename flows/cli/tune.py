@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common, write_json
+from ragrig.flows.cli.common import add_common, add_runner, write_json
 
 
 def register(sub: Any) -> None:
@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
                    help="where a significant winner's config goes (default: tuned-<space name>.yaml)")
     p.add_argument("--output-json", metavar="FILE")
     p.add_argument("--quiet", "-q", action="store_true")
+    add_runner(p)
     p.set_defaults(func=cmd_tune)
 
 
@@ -49,9 +50,12 @@ def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     configs = resolve_space(spec, args.overrides)  # every candidate validated before any work
     testsets = [str(Path(t).resolve()) for t in args.testset] or None
     write = args.write or f"tuned-{spec.name}.yaml"
-    with progress_bar(len(configs), quiet=args.quiet) as step:
+    from ragrig.flows.runners import cluster_mapper
+
+    with cluster_mapper(configs[0][2]) as mapper, progress_bar(len(configs), quiet=args.quiet) as step:
         result = run_tune(spec, args.overrides, configs=configs, testsets=testsets, holdout=args.holdout_fraction,
-                          write=write, progress=False, step=step, holdout_seeds=args.holdout_seeds)
+                          write=write, progress=False, step=step, holdout_seeds=args.holdout_seeds,
+                          mapper=mapper)
     print_tune(result.to_dict())
     write_json(args.output_json, result.to_dict())
     return 0

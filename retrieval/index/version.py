@@ -69,6 +69,20 @@ class IndexVersion:
                 raise IndexDamagedError(f"index {layout.key}: CURRENT names {version}, which is missing; {REBUILD}")
         raise IndexDamagedError(f"index {layout.key}: CURRENT kept moving while opening it; try again")
 
+    @classmethod
+    def pinned(cls, cfg: RagrigConfig, version: str) -> IndexVersion:
+        """``version`` of ``cfg``'s index (one another process opened as current: a sweep's task on a Dask
+        worker evaluates the version its driver saw), leased and checked like ``current``."""
+        layout = Layout(cfg)
+        lease = Lease(layout.index_dir, version)
+        if not layout.version_dir(version).is_dir():
+            lease.release()
+            raise IndexNotFoundError(f"index {layout.key}@{version} is gone (pruned while in use?); "
+                                     f"is RAGRIG_HOME on storage every worker shares?")
+        v = cls(cfg, layout, version, lease)
+        v.check(chroma=False)
+        return v
+
     def damaged(self, problem: str) -> IndexDamagedError:
         return IndexDamagedError(f"index {self.layout.key}@{self.version} is damaged: {problem}; {REBUILD}")
 

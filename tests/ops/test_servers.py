@@ -66,9 +66,9 @@ def test_dask_runner_builds_the_same_index_as_threads(prefect_api, tmp_path, wri
 
     corpus = write_files(tmp_path / "corpus", DOCS)
     ids, vecs = {}, {}
-    for runner in ("threads", "dask"):
+    for runner in ("local", "dask"):
         over = [f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]", f"home={tmp_path / runner}",
-                f"flow.task_runner={runner}", "flow.extract_batch=1"]
+                f"flow.runner={runner}", "flow.extract_batch=1"]
         stats = run_ingest(load_config(None, over), None, over, progress=False)
         assert stats["published"]
         v = IndexVersion.current(load_config(None, over))
@@ -76,5 +76,5 @@ def test_dask_runner_builds_the_same_index_as_threads(prefect_api, tmp_path, wri
         order = np.argsort(got["ids"])
         ids[runner] = [got["ids"][i] for i in order]
         vecs[runner] = np.asarray(got["embeddings"])[order]
-    assert ids["threads"] == ids["dask"] == sorted(ids["threads"])
-    assert np.allclose(vecs["threads"], vecs["dask"], atol=1e-6)
+    assert ids["local"] == ids["dask"] == sorted(ids["local"])
+    assert np.allclose(vecs["local"], vecs["dask"], atol=1e-6)

@@ -56,5 +56,5 @@ def test_servers_default_to_loopback():
     assert cfg.retrieval.judge.base_url.startswith("http://127.0.0.1")
     from ragrig.flows.runners import task_runner_for
 
-    runner = task_runner_for(load_config(overrides=["flow.task_runner=dask"]))
+    runner = task_runner_for(load_config(overrides=["flow.runner=dask"]))
     assert runner.cluster_kwargs["host"] == "127.0.0.1" and runner.cluster_kwargs["dashboard_address"] is None
