@@ -93,14 +93,14 @@ def test_a_sweep_on_the_cluster_equals_the_in_process_sweep(cluster, mlflow_serv
     assert [by_id[r.run_id].data.metrics["ndcg_at_10"] for r in dist.rows] == [r.metrics["ndcg@10"] for r in dist.rows]
 
 
-def test_with_a_sqlite_store_the_driver_logs_the_children(cluster, sweep_file, tmp_path, capsys):
-    """`ragrig sweep --address`: the CLI's shortcut; MLflow's default SQLite store takes no concurrent writers,
-    so the tasks return their reports and the driver logs each child."""
+def test_with_a_sqlite_store_the_driver_logs_the_children(prefect_api, cluster, sweep_file, tmp_path):
+    """`ragrig sweep --address` (the sweep flow, the CLI's shortcut): MLflow's default SQLite store takes no
+    concurrent writers, so the tasks return their reports and the driver logs each child."""
     import json
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "sweep.json"
-    assert main(["sweep", str(sweep_file), "--no-prefect", "-q", "--address", cluster, "--output-json", str(out),
+    assert main(["sweep", str(sweep_file), "-q", "--address", cluster, "--output-json", str(out),
                  "--set", f"mlflow.tracking_uri={uri}"]) == 0
     result = json.loads(out.read_text())
     children = _children(uri, result["parent_run_id"])
