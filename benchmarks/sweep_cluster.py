@@ -39,10 +39,10 @@ def start_mlflow(d: Path) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = open(d / "mlflow.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port",
-                             str(port), "--backend-store-uri", f"sqlite:///{d / 'server.db'}", "--default-artifact-root",
-                             str(d / "artifacts"), "--workers", "2"], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+           "--backend-store-uri", f"sqlite:///{d / 'server.db'}", "--default-artifact-root", str(d / "artifacts"),
+           "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -73,7 +73,8 @@ def intact(uri: str, result: object) -> bool:
     parent = client.get_run(result.parent_run_id)
     kids = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'",
                               max_results=1000)
-    return (parent.info.status == "FINISHED" and sorted(r.info.run_id for r in kids) == sorted(r.run_id for r in result.rows)
+    ids = sorted(r.info.run_id for r in kids)
+    return (parent.info.status == "FINISHED" and ids == sorted(r.run_id for r in result.rows)
             and all(r.info.status == "FINISHED" for r in kids))
 
 
@@ -122,7 +123,8 @@ def main(argv: list[str]) -> int:
         "in_process_s": round(med(local_s), 2), "cluster_total_s": round(med(total_s), 2),
         "cluster_sweep_s": round(med(sweep_s), 2),
         "ratio_total": round(med(total_s) / med(local_s), 3), "ratio_sweep": round(med(sweep_s) / med(local_s), 3),
-        "in_process_samples_s": [round(x, 3) for x in local_s], "cluster_total_samples_s": [round(x, 3) for x in total_s],
+        "in_process_samples_s": [round(x, 3) for x in local_s],
+        "cluster_total_samples_s": [round(x, 3) for x in total_s],
         "cluster_sweep_samples_s": [round(x, 3) for x in sweep_s],
         "mlflow_intact": all(checks), "rows_equal": all(equal),
     }
@@ -130,8 +132,9 @@ def main(argv: list[str]) -> int:
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(f"{out['configs']}-config sweep {spec.name}, medians of {out['repeats']} ({out['cpus']} CPUs):")
     print(f"  in-process:                      {out['in_process_s']:.2f} s")
-    print(f"  LocalCluster of {args.workers}, with start-up: {out['cluster_total_s']:.2f} s ({out['ratio_total']:.2f}x)")
-    print(f"  LocalCluster of {args.workers}, sweep only:    {out['cluster_sweep_s']:.2f} s ({out['ratio_sweep']:.2f}x)")
+    n = args.workers
+    print(f"  LocalCluster of {n}, with start-up: {out['cluster_total_s']:.2f} s ({out['ratio_total']:.2f}x)")
+    print(f"  LocalCluster of {n}, sweep only:    {out['cluster_sweep_s']:.2f} s ({out['ratio_sweep']:.2f}x)")
     print(f"  MLflow parent + children intact: {out['mlflow_intact']}; rows equal: {out['rows_equal']}")
     print(f"wrote {path}")
     return 0

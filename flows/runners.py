@@ -13,11 +13,14 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
+
+if TYPE_CHECKING:  # the sweep's own type; importing it here would load the retriever with every flow
+    from ragrig.eval.sweep.run import Mapper
 
 
 class SchedulerUnreachable(RagrigError):
@@ -54,9 +57,6 @@ def task_runner_for(cfg: RagrigConfig) -> Any:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         return DaskTaskRunner(address=cfg.flow.address, client_kwargs={"timeout": cfg.flow.connect_timeout_s})
     return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(cfg))
-
-
-Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterator[Any]]
 
 
 def _map_on(client: Any, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
