@@ -23,6 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 # document instead (Document.extractor), so they re-extract only what they touch.
 PIPELINE_VERSION = 1
 
+# How the BM25 index is cut into shards changes its files, never its rankings (tested), so these settings are
+# not part of the ingest fingerprint: changing them does not make a new index. The auto threshold is the
+# measured one of docs/scale.md ("Lexical index").
+SHARD_MAX_CHUNKS = 1_000_000
+BM25_LAYOUT = {"shards", "shard_max_chunks"}
+
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx",
                    "**/*.pdf"]
 
@@ -121,6 +127,11 @@ class Bm25Config(Strict):
     b: float = Field(0.75, ge=0, le=1)
     stemmer: Literal["english", "none"] = "english"
     stopwords: Literal["english", "none"] = "english"
+    shards: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+        "auto", description="BM25 in this many shards, each a contiguous run of chunks with its own postings and "
+        "the corpus-wide term statistics, so rankings equal one index's (retrieval/index/bm25_shards.py; "
+        "docs/scale.md). auto: one shard per shard_max_chunks chunks")
+    shard_max_chunks: int = Field(SHARD_MAX_CHUNKS, ge=1, description="auto: chunks per BM25 shard at most")
 
 
 class ChromaConfig(Strict):
@@ -370,7 +381,7 @@ class RagrigConfig(Strict):
             "corpus": self.corpus.model_dump(),
             "chunking": self._chunking_fingerprint(),
             "embedding": self._embedding_fingerprint(),
-            "bm25": self.index.bm25.model_dump(),
+            "bm25": self.index.bm25.model_dump(exclude=BM25_LAYOUT),
         }
 
     def _chunking_fingerprint(self) -> dict[str, Any]:

@@ -159,6 +159,7 @@ ADDED_SINCE_INDEX_V1 = {
     ("retrieval", "views"): {"second_model": None},
     ("embedding", "endpoint"): {"base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY",
                                 "timeout_s": 30.0, "retries": 3, "backoff_s": 1.0, "window": 510},
+    ("index", "bm25", "shards"): "auto", ("index", "bm25", "shard_max_chunks"): 1_000_000,
 }
 
 

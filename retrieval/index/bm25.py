@@ -1,4 +1,5 @@
-"""BM25 over chunk search text (header path + body), on bm25s sparse matrices.
+"""BM25 over chunk search text (header path + body), on bm25s sparse matrices; in shards with the same
+rankings above ``index.bm25.shard_max_chunks`` chunks (``bm25_shards.py``).
 
 Chosen over rank-bm25 by measurement (benchmarks/bm25_engines.py): bm25s precomputes
 per-term document scores into a CSC matrix, so a query is a sum of a few sparse
@@ -9,22 +10,24 @@ numpy/JSON format, loaded with ``allow_pickle=False``.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ragrig.configs.models import Bm25Config
+from ragrig.retrieval.index.bm25_shards import (
+    SHARDS_FILE,
+    TermStats,
+    bm25s_module,
+    build_shard,
+    read_contents,
+    shard_bounds,
+    shard_count,
+    shard_dir,
+    write_contents,
+)
 from ragrig.retrieval.tokenize import Tokenizer
-
-
-def _bm25s():  # type: ignore[no-untyped-def]
-    """bm25s, imported on first use. Its import sets its own logger to DEBUG ("Building index from tokens" on
-    every build), so the level is put back to WARNING after the import, not before it."""
-    import bm25s
-
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    return bm25s
 
 
 def tokenizer_for(cfg: Bm25Config) -> Tokenizer:
@@ -35,54 +38,100 @@ EMPTY = "empty.json"  # the whole BM25 folder of a version with no chunks (bm25s
 
 
 class Bm25Index:
-    def __init__(self, retriever, cfg: Bm25Config) -> None:  # type: ignore[no-untyped-def]
-        self._r = retriever  # None: an index of no documents
+    """One bm25s retriever, or several over consecutive rows (``bm25_shards``): ``parts`` holds (first row,
+    retriever) pairs; a query is scored part by part and merged into the ranking one retriever would give."""
+
+    def __init__(self, parts: list[tuple[int, Any]], cfg: Bm25Config, size: int = 0) -> None:
+        self.parts = parts  # []: an index of no documents
         self.cfg = cfg
         self.tokenizer = tokenizer_for(cfg)
-        self.size = int(retriever.scores["num_docs"]) if retriever is not None else 0
+        self.size = size if parts else 0
+        self.stats: TermStats | None = None  # the corpus-wide statistics of a sharded index
 
     @classmethod
     def build(cls, texts: Sequence[str], cfg: Bm25Config) -> Bm25Index:
         if not texts:
-            return cls(None, cfg)
-        bm25s = _bm25s()
+            return cls([], cfg)
         tok = tokenizer_for(cfg)
         corpus = [tok(t) or [""] for t in texts]
-        r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+        shards = shard_count(cfg, len(texts))
+        if shards > 1:
+            bounds = shard_bounds(len(texts), shards)
+            stats = TermStats.of(corpus)
+            out = cls([(a, build_shard(corpus[a:b], stats, cfg)) for a, b in bounds], cfg, len(texts))
+            out.stats = stats
+            return out
+        r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
         r.index(corpus, show_progress=False)
-        return cls(r, cfg)
+        return cls([(0, r)], cfg, len(texts))
 
     def save(self, path: Path) -> None:
-        if self._r is None:
+        if not self.parts:
             path.mkdir(parents=True, exist_ok=True)
             (path / EMPTY).write_text(json.dumps({"num_docs": 0}) + "\n")
-            return
-        self._r.save(str(path), show_progress=False, allow_pickle=False)
+        elif self.stats is None:
+            self.parts[0][1].save(str(path), show_progress=False, allow_pickle=False)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            for i, (_, r) in enumerate(self.parts):
+                r.save(str(path / shard_dir(i)), show_progress=False, allow_pickle=False)
+            write_contents(path, self.bounds, self.stats)
 
     @classmethod
     def load(cls, path: Path, cfg: Bm25Config, mmap: bool = False) -> Bm25Index:
         if (path / EMPTY).is_file():
-            return cls(None, cfg)
-        bm25s = _bm25s()
-        r = bm25s.BM25.load(str(path), mmap=mmap, allow_pickle=False, show_progress=False)
-        return cls(r, cfg)
+            return cls([], cfg)
+        bm25s = bm25s_module()
+        contents = read_contents(path)
+        if contents is None:
+            r = bm25s.BM25.load(str(path), mmap=mmap, allow_pickle=False, show_progress=False)
+            return cls([(0, r)], cfg, int(r.scores["num_docs"]))
+        shards, stats = contents
+        parts = []
+        for name, a, b in shards:
+            r = bm25s.BM25.load(str(path / name), mmap=mmap, allow_pickle=False, show_progress=False)
+            if int(r.scores["num_docs"]) != b - a:
+                raise ValueError(f"{name} holds {r.scores['num_docs']} documents, {SHARDS_FILE} says {b - a}")
+            parts.append((a, r))
+        out = cls(parts, cfg, stats.num_docs)
+        out.stats = stats
+        return out
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        """The rows of each part: [start, end)."""
+        starts = [a for a, _ in self.parts]
+        return list(zip(starts, [*starts[1:], self.size]))
 
     def scores(self, tokens: Sequence[str], mask: np.ndarray | None = None) -> np.ndarray:
         """BM25 score of every document for the query tokens (unknown tokens score nothing)."""
-        if self._r is None:
+        if not self.parts:
             return np.zeros(0, dtype=np.float32)
-        known = [t for t in tokens if t in self._r.vocab_dict]
-        if not known:
-            return np.zeros(self.size, dtype=np.float32)
-        s = self._r.get_scores(known)
-        if mask is not None:
-            s = s * mask
-        return s
+        out = [_part_scores(r, tokens, b - a, None if mask is None else mask[a:b])
+               for (_, r), (a, b) in zip(self.parts, self.bounds)]
+        return out[0] if len(out) == 1 else np.concatenate(out)
 
     def search(self, tokens: Sequence[str], k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Top-k (row, score) with score > 0, ties broken by row order (deterministic)."""
-        s = self.scores(tokens, mask)
-        return top_k(s, k)
+        """Top-k (row, score) with score > 0, ties broken by row order (deterministic). Shards: each shard's
+        top k, then the k best of their union by (-score, row), which is the one index's top k."""
+        if len(self.parts) <= 1:
+            return top_k(self.scores(tokens, mask), k)
+        hits: list[tuple[int, float]] = []
+        for (_, r), (a, b) in zip(self.parts, self.bounds):
+            sub = top_k(_part_scores(r, tokens, b - a, None if mask is None else mask[a:b]), k)
+            hits.extend((a + row, score) for row, score in sub)
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
+
+
+def _part_scores(r: Any, tokens: Sequence[str], size: int, mask: np.ndarray | None) -> np.ndarray:
+    known = [t for t in tokens if t in r.vocab_dict]
+    if not known:
+        return np.zeros(size, dtype=np.float32)
+    s = r.get_scores(known)
+    if mask is not None:
+        s = s * mask
+    return s
 
 
 def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:

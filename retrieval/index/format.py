@@ -4,7 +4,9 @@
     versions/vNNNNNN/
         documents.jsonl   one Document per line (``Document.to_dict``), in doc id order
         chunks.jsonl      one Chunk per line (``Chunk.to_dict``), in corpus order: the row order of BM25 too
-        bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``)
+        bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``), or, above
+                          ``index.bm25.shard_max_chunks`` chunks, ``shards.json`` and one such folder per shard
+                          (``bm25_shards.py``); the manifest's ``bm25.shards`` is their number, ``files`` has each
         keywords.json     the keyword library (``retrieval.keywords``)
         vectors.npy       one unit float32 vector per chunk, in chunks.jsonl's order (``index/vectors.py``)
         vectors.hnsw      the seeded HNSW graph over them (``index/hnsw.py``), when the version is searched
@@ -28,6 +30,7 @@ from typing import Any
 
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document, sha256_text
+from ragrig.retrieval.index.bm25_shards import shard_count
 from ragrig.retrieval.index.files import write_json
 
 MANIFEST = "manifest.json"
@@ -199,6 +202,7 @@ def new_manifest(
         "chunk_ids_sha256": chunk_ids_hash(c.chunk_id for c in chunks),
         "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),
         "vectors": {"file": VECTORS, "dtype": "float32", "hnsw": hnsw},
+        "bm25": {"shards": shard_count(cfg.index.bm25, len(chunks))},
     }
     if corpus_file is not None:
         manifest["corpus_file"] = corpus_file

@@ -159,6 +159,7 @@ def test_the_writer_reproduces_a_legacy_version_byte_for_byte(tmp_path, drop_add
     assert after.pop("created") and before.pop("created")
     # added since: where the version's own vectors are (the legacy version has none: Chroma answers it)
     assert after.pop("vectors") == {"file": "vectors.npy", "dtype": "float32", "hnsw": None}
+    assert after.pop("bm25") == {"shards": 1}  # added since: how many BM25 shards
     assert after == before
-    # the same layout, plus the vectors entry's five lines ("vectors": {, its three keys, })
-    assert (out / MANIFEST).read_text().count("\n") == (legacy / MANIFEST).read_text().count("\n") + 5
+    # the same layout, plus the vectors entry's five lines ("vectors": {, its three keys, }) and bm25's three
+    assert (out / MANIFEST).read_text().count("\n") == (legacy / MANIFEST).read_text().count("\n") + 5 + 3

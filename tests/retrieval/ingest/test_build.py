@@ -71,6 +71,7 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     assert sorted(hashes) == sorted([f for f in files if f != MANIFEST] + ["vectors.npy"])
     assert all(hashlib.sha256((new / f).read_bytes()).hexdigest() == h for f, h in hashes.items())
     assert after.pop("vectors") == {"file": "vectors.npy", "dtype": "float32", "hnsw": None}
+    assert after.pop("bm25") == {"shards": 1}  # new since the fixture: how many BM25 shards
     assert after == before
 
     v = IndexVersion(cfg, layout, version)

@@ -1,0 +1,147 @@
+"""BM25 in shards: each shard a contiguous run of chunk rows with its own postings, all scored with the corpus-wide
+term statistics (number of chunks, average length, document frequency of every term), so a query answered shard
+by shard and merged ranks exactly as one index does: the same ids, the same float32 scores, ties by row
+(``Bm25Index`` queries and merges; this module builds shards and reads their table of contents).
+
+Why exact: bm25s stores each (chunk, term) score precomputed from (tf, chunk length, avgdl, df, N); a shard built
+with the global avgdl, df and N stores the same float32 numbers, and a chunk's query score adds the same numbers
+in the same (query-token) order. A term absent from a shard touches none of its chunks in either index. The
+bm25l / bm25+ variants add a per-term constant to every chunk, so their shards keep the whole vocabulary;
+the others keep only their own terms.
+
+    bm25/shards.json        {"format": 1, "num_docs", "total_len", "shards": [{"dir", "start", "end"}]}
+    bm25/shard-0000/        bm25s' own files for rows [start, end)
+
+``TermStats`` and ``build_shard`` are apart so shards can be built apart (one worker each) once the partitions'
+stats are merged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ragrig.configs.models import Bm25Config
+
+SHARDS_FILE = "shards.json"
+FORMAT = 1
+_NONOCCURRENCE = ("bm25l", "bm25+")
+
+
+def bm25s_module():  # type: ignore[no-untyped-def]
+    """bm25s, imported on first use. Its import sets its own logger to DEBUG ("Building index from tokens" on
+    every build), so the level is put back to WARNING after the import, not before it."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
+def shard_count(cfg: Bm25Config, n_chunks: int) -> int:
+    """How many shards an index of ``n_chunks`` is built in (never more shards than chunks, never zero)."""
+    wanted = math.ceil(n_chunks / cfg.shard_max_chunks) if cfg.shards == "auto" else cfg.shards
+    return max(1, min(wanted, n_chunks))
+
+
+def shard_bounds(n_chunks: int, shards: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges, sizes differing by at most one: 10 rows in 3 -> (0, 4), (4, 7), (7, 10)."""
+    base, extra = divmod(n_chunks, shards)
+    out, start = [], 0
+    for i in range(shards):
+        end = start + base + (1 if i < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
+
+
+@dataclass
+class TermStats:
+    """The statistics every shard's scores depend on beyond its own chunks. Partitions' stats add up."""
+
+    num_docs: int = 0
+    total_len: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, docs: Iterable[Sequence[str]]) -> TermStats:
+        st = cls()
+        for toks in docs:
+            st.num_docs += 1
+            st.total_len += len(toks)
+            st.df.update(set(toks))
+        return st
+
+    def merge(self, other: TermStats) -> TermStats:
+        return TermStats(self.num_docs + other.num_docs, self.total_len + other.total_len, self.df + other.df)
+
+    @property
+    def avg_len(self) -> np.float64:
+        """As bm25s computes it (``np.array(lengths).mean()``): an exact integer sum, one rounded division."""
+        return np.float64(self.total_len / self.num_docs)
+
+
+def build_shard(docs: Sequence[Sequence[str]], stats: TermStats, cfg: Bm25Config) -> Any:
+    """A bm25s retriever over ``docs`` (one shard's chunk tokens) scored with the corpus-wide ``stats``: the
+    steps of bm25s' own ``index`` with the global numbers in place of the shard's."""
+    bm25s = bm25s_module()
+    from bm25s.scoring import (
+        _build_idf_array,
+        _build_nonoccurrence_array,
+        _build_scores_and_indices_for_matrix,
+        _select_idf_scorer,
+        _select_tfc_scorer,
+    )
+
+    r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    terms = list(stats.df) if cfg.method in _NONOCCURRENCE else list(dict.fromkeys(t for d in docs for t in d))
+    vocab = {t: i for i, t in enumerate(terms)}
+    ids = [[vocab[t] for t in d] for d in docs]
+    df = {i: stats.df[t] for i, t in enumerate(terms)}
+    avg = stats.avg_len
+    idf = _build_idf_array(df, stats.num_docs, _select_idf_scorer(r.idf_method), dtype=r.dtype)
+    r.nonoccurrence_array = None
+    if cfg.method in _NONOCCURRENCE:
+        r.nonoccurrence_array = _build_nonoccurrence_array(
+            df, stats.num_docs, _select_idf_scorer(r.idf_method), _select_tfc_scorer(r.method),
+            l_d=avg, l_avg=avg, k1=r.k1, b=r.b, delta=r.delta, dtype=r.dtype)
+    sizes = Counter(t for d in ids for t in set(d))  # the arrays' length: this shard's postings
+    flat, rows, cols = _build_scores_and_indices_for_matrix(
+        ids, idf, avg, sizes, r.k1, r.b, r.delta, r.nonoccurrence_array, method=r.method, dtype=r.dtype,
+        int_dtype=r.int_dtype, show_progress=False)
+    data, indices, indptr = r._np_csc(data=flat, rows=rows, cols=cols, shape=(len(ids), len(vocab)))
+    r.scores = {"data": data.astype(r.dtype), "indices": indices, "indptr": indptr, "num_docs": len(ids)}
+    r.vocab_dict = vocab
+    r.unique_token_ids_set = set(vocab.values())
+    return r
+
+
+def shard_dir(i: int) -> str:
+    return f"shard-{i:04d}"
+
+
+def write_contents(path: Path, bounds: Sequence[tuple[int, int]], stats: TermStats) -> None:
+    meta = {"format": FORMAT, "num_docs": stats.num_docs, "total_len": stats.total_len,
+            "shards": [{"dir": shard_dir(i), "start": a, "end": b} for i, (a, b) in enumerate(bounds)]}
+    (path / SHARDS_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+def read_contents(path: Path) -> tuple[list[tuple[str, int, int]], TermStats] | None:
+    """(dir, start, end) of each shard and the stats, or None for an index of one piece. Raises ValueError
+    when the shards do not cover the rows once, in order (a damaged index, not a silent gap)."""
+    if not (path / SHARDS_FILE).is_file():
+        return None
+    meta = json.loads((path / SHARDS_FILE).read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{SHARDS_FILE}: unknown format {meta.get('format')!r}")
+    shards = [(str(e["dir"]), int(e["start"]), int(e["end"])) for e in meta["shards"]]
+    ends = [0] + [b for _, _, b in shards]
+    if not shards or any(a != prev or a >= b for (_, a, b), prev in zip(shards, ends)) or ends[-1] != meta["num_docs"]:
+        raise ValueError(f"{SHARDS_FILE}: the shards do not cover rows 0..{meta['num_docs']} once, in order")
+    return shards, TermStats(int(meta["num_docs"]), int(meta["total_len"]))

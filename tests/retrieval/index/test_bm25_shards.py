@@ -1,0 +1,139 @@
+"""BM25 in shards ranks exactly as one index: hand-computed scores on a tiny corpus, every query of the sample
+test set at several shard counts and BM25 variants, ties across shards, filters, the files and the manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from ragrig.configs.models import Bm25Config, RagrigConfig
+from ragrig.eval.testset import load_testset
+from ragrig.retrieval.documents import Document
+from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.bm25_shards import SHARDS_FILE, TermStats, shard_bounds, shard_count
+from ragrig.retrieval.index.format import read_chunks, read_documents, read_manifest
+from ragrig.retrieval.index.health import check_version
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.build import build_version
+from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document, whitespace_counter
+
+ROOT = Path(__file__).resolve().parents[3]
+PLAIN = Bm25Config(stemmer="none", stopwords="none")  # lucene, k1 1.2, b 0.75
+TINY = ["apple banana", "apple apple cherry", "fig grape", "banana cherry date egg", "fig grape"]
+
+
+def sharded(texts: list[str], cfg: Bm25Config, shards: int) -> Bm25Index:
+    index = Bm25Index.build(texts, cfg.model_copy(update={"shards": shards}))
+    assert len(index.parts) == shards
+    return index
+
+
+def test_hand_computed_scores_use_the_whole_corpus_statistics():
+    # N = 5, lengths 2 3 2 4 2 -> avgdl 2.6; "apple": df 2, idf = ln(1 + (5 - 2 + 0.5) / (2 + 0.5)) = ln 2.4
+    # row 1: tf 2, dl 3: 2 / (2 + 1.2 * (0.25 + 0.75 * 3 / 2.6)) = 0.599078 -> 0.875469 * 0.599078 = 0.524474
+    # row 0: tf 1, dl 2: 1 / (1 + 1.2 * (0.25 + 0.75 * 2 / 2.6)) = 0.501931 -> 0.439424
+    index = sharded(TINY, PLAIN, 2)  # rows 0-2 and 3-4
+    assert index.bounds == [(0, 3), (3, 5)]
+    hits = index.search(["apple"], 10)
+    assert [r for r, _ in hits] == [1, 0]
+    assert [s for _, s in hits] == pytest.approx([0.524474, 0.439424], abs=1e-6)
+    # a shard scored with its own statistics would not agree: rows 0-2 alone, "apple" idf = ln(1 + 1.5 / 2.5)
+    alone = Bm25Index.build(TINY[:3], PLAIN).search(["apple"], 10)
+    assert alone[0][0] == 1 and alone[0][1] != pytest.approx(hits[0][1], abs=1e-3)
+
+
+def test_ties_across_shards_go_by_row_and_k_cuts_after_the_merge():
+    one = Bm25Index.build(TINY, PLAIN)
+    for shards in (2, 3, 5):
+        s = sharded(TINY, PLAIN, shards)
+        assert s.search(["fig"], 10) == one.search(["fig"], 10)
+        assert [r for r, _ in s.search(["fig"], 10)] == [2, 4]  # equal scores, in row order
+        assert [r for r, _ in s.search(["fig"], 1)] == [2]
+        assert s.search(["banana", "cherry"], 2) == one.search(["banana", "cherry"], 2)
+        assert s.search(["nothing"], 5) == [] and s.size == 5
+
+
+def test_a_filter_mask_is_cut_per_shard():
+    mask = np.array([1, 0, 1, 1, 0], dtype=np.float32)
+    one, s = Bm25Index.build(TINY, PLAIN), sharded(TINY, PLAIN, 2)
+    assert s.search(["apple", "fig"], 10, mask) == one.search(["apple", "fig"], 10, mask)
+    # row 1 (apple) and row 4 (fig) masked out; rows 0 and 2 score alike (tf 1, length 2, df 2): by row
+    assert [r for r, _ in s.search(["apple", "fig"], 10, mask)] == [0, 2]
+    assert np.array_equal(s.scores(["cherry"], mask), one.scores(["cherry"], mask))
+
+
+def test_shard_count_and_bounds():
+    assert shard_bounds(10, 3) == [(0, 4), (4, 7), (7, 10)]
+    assert shard_count(Bm25Config(), 999_999) == 1 and shard_count(Bm25Config(), 0) == 1
+    assert shard_count(Bm25Config(shard_max_chunks=100), 250) == 3
+    assert shard_count(Bm25Config(shards=8), 5) == 5  # never an empty shard
+    a = TermStats.of([["x", "y", "x"], ["y"]])
+    assert (a.num_docs, a.total_len, a.df) == (2, 4, {"x": 1, "y": 2})
+    assert a.merge(TermStats.of([["z"]])).df == {"x": 1, "y": 2, "z": 1}
+
+
+def test_the_layout_settings_do_not_change_the_index_key():
+    cfg = RagrigConfig()
+    other = cfg.model_copy(update={"index": cfg.index.model_copy(update={
+        "bm25": Bm25Config(shards=4, shard_max_chunks=10)})})
+    assert other.index_key() == cfg.index_key()
+
+
+@pytest.fixture(scope="module")
+def sample_texts() -> list[str]:
+    """The search texts of the sample corpus's Markdown files, chunked as ingest does (a word-count window)."""
+    texts = []
+    for path in sorted((ROOT / "datasets" / "sample").rglob("*.md")):
+        doc = Document(path.relative_to(ROOT).as_posix(), "", "md", path.read_text(encoding="utf-8"))
+        texts += [c.search_text for c in chunk_document(doc, ChunkingParams(), whitespace_counter)]
+    return texts
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+"])
+def test_every_sample_query_ranks_the_same_in_shards(sample_texts, method):
+    cfg = Bm25Config(method=method)
+    one = Bm25Index.build(sample_texts, cfg)
+    queries = [c.query for c in load_testset(ROOT / "datasets" / "testsets" / "sample.yaml").cases]
+    assert len(sample_texts) > 100 and len(queries) > 50
+    for shards in (2, 7, 32):
+        s = sharded(sample_texts, cfg, shards)
+        for q in queries:
+            toks = one.tokenizer(q)
+            want, got = one.search(toks, 100), s.search(toks, 100)
+            assert [r for r, _ in got] == [r for r, _ in want], (shards, q)
+            assert np.allclose([x for _, x in got], [x for _, x in want], rtol=0, atol=1e-6)
+            assert got == want  # in fact bit for bit: the same float32 numbers added in the same order
+
+
+def test_a_sharded_version_is_written_recorded_and_read(tmp_path):
+    legacy = ROOT / "tests" / "fixtures" / "index-v1" / "v000001"
+    raw = yaml.safe_load((legacy / "config.yaml").read_text())
+    raw["index"]["bm25"]["shards"] = 2
+    cfg = RagrigConfig.model_validate(raw)
+    docs, chunks = list(read_documents(legacy)), read_chunks(legacy)
+    vectors = np.random.default_rng(3).normal(size=(len(chunks), 384)).astype(np.float32)
+    layout = Layout(cfg)
+    version = build_version(cfg, layout, docs, chunks, vectors, model_id="m", dim=384, corpus_kind="directory")
+    vdir = layout.version_dir(version)
+    meta = json.loads((vdir / "bm25" / SHARDS_FILE).read_text())
+    assert [(e["dir"], e["start"], e["end"]) for e in meta["shards"]] == [("shard-0000", 0, 3), ("shard-0001", 3, 5)]
+    manifest = read_manifest(vdir)
+    assert manifest["bm25"] == {"shards": 2}
+    assert {f.split("/")[1] for f in manifest["files"] if f.startswith("bm25/")} == {SHARDS_FILE, "shard-0000",
+                                                                                     "shard-0001"}
+    assert not check_version(cfg, layout, version, current=False).problems
+    loaded = Bm25Index.load(vdir / "bm25", cfg.index.bm25)
+    one = Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25)
+    for term in ("shield", "charg", "move", "cover wall"):
+        toks = one.tokenizer(term)
+        assert loaded.search(toks, 5) == one.search(toks, 5) and loaded.search(toks, 5)
+    # shards that do not cover the rows once are a damaged index, not a silent gap
+    meta["shards"][1]["start"] = 4
+    (vdir / "bm25" / SHARDS_FILE).write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="do not cover rows"):
+        Bm25Index.load(vdir / "bm25", cfg.index.bm25)
+    assert loaded.stats is not None and loaded.stats.avg_len == pytest.approx(sum(len(one.tokenizer(c.search_text))
+                                                                                   for c in chunks) / 5)
