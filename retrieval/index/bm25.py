@@ -53,14 +53,15 @@ class Bm25Index:
         if not texts:
             return cls([], cfg)
         tok = tokenizer_for(cfg)
-        corpus = [tok(t) or [""] for t in texts]
         shards = shard_count(cfg, len(texts))
-        if shards > 1:
-            bounds = shard_bounds(len(texts), shards)
-            stats = TermStats.of(corpus)
-            out = cls([(a, build_shard(corpus[a:b], stats, cfg)) for a, b in bounds], cfg, len(texts))
+        if shards > 1:  # tokens held one shard at a time: the statistics in a pass of their own, then each shard
+            stats = TermStats.of(tok(t) or [""] for t in texts)
+            parts = [(a, build_shard([tok(t) or [""] for t in texts[a:b]], stats, cfg))
+                     for a, b in shard_bounds(len(texts), shards)]
+            out = cls(parts, cfg, len(texts))
             out.stats = stats
             return out
+        corpus = [tok(t) or [""] for t in texts]
         r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
         r.index(corpus, show_progress=False)
         return cls([(0, r)], cfg, len(texts))

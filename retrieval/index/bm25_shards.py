@@ -13,7 +13,8 @@ the others keep only their own terms.
     bm25/shard-0000/        bm25s' own files for rows [start, end)
 
 ``TermStats`` and ``build_shard`` are apart so shards can be built apart (one worker each) once the partitions'
-stats are merged.
+stats are merged; in one process (``Bm25Index.build``) the statistics take a streaming pass and each shard's
+tokens are held only while it is built, so the build's peak is one shard's, not the corpus's.
 """
 
 from __future__ import annotations
