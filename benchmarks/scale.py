@@ -28,6 +28,7 @@ Writes benchmarks/results/scale.json (merging with the rows already there for ot
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -148,13 +150,19 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
 def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
     """Child: the parts of a version of n synthetic chunks, timed; their sizes; exact-search latency."""
     from ragrig.configs.load import load_config
     from ragrig.retrieval.documents import Chunk, Document, sha256_text
     from ragrig.retrieval.index import hnsw
     from ragrig.retrieval.index.bm25 import Bm25Index
-    from ragrig.retrieval.index.format import BM25_DIR, file_hashes, write_keywords, write_tables
+    from ragrig.retrieval.index.format import BM25_DIR, file_hashes, read_chunks, write_keywords, write_tables
     from ragrig.retrieval.index.vectors import graph_path, read_vectors, unit_rows, write_vectors
     from ragrig.retrieval.ingest.keyword_mining import build_library
     from retrieval_latency import GENERATOR, _topics, synthetic_vectors, synthetic_words
@@ -208,11 +216,24 @@ def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
     file_hashes(vdir)
     part("file hashes", t0)
     del docs, chunks, vecs, unit
-    # reading it back: BM25 and the vectors, and exact search (a matrix-vector product per query)
+    gc.collect()
+    # reading it back as a reader does: the chunks table (Python objects), BM25, the vectors; exact search (a
+    # matrix-vector product per query) and BM25 latency
+    opened: dict[str, float] = {}
     t0 = time.perf_counter()
+    tracemalloc.start()  # Python and numpy allocations, exactly (RSS would hide reused freed memory)
+    table = read_chunks(vdir)
+    opened["chunks table"] = tracemalloc.get_traced_memory()[0] / 2**20
+    tracemalloc.reset_peak()
     bm25 = Bm25Index.load(vdir / BM25_DIR, cfg.index.bm25)
+    opened["bm25"] = tracemalloc.get_traced_memory()[0] / 2**20 - opened["chunks table"]
+    tracemalloc.stop()
+    before = rss_mb()
     stored = read_vectors(vdir)
+    stored[:: max(1, n // 1000)].sum()
+    opened["vectors (mmap, touched)"] = rss_mb() - before
     open_s = time.perf_counter() - t0
+    del table
     q = stored[:20] + 0.01
     stored @ q[0]  # first-use costs (BLAS threads, pages) out of the timing
     lat = []
@@ -226,7 +247,7 @@ def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
         t1 = time.perf_counter()
         bm25.search(bm25.tokenizer(f"w{100 + i} w{2000 + i} w{30000 + i}"), 100)
         bm25_ms.append((time.perf_counter() - t1) * 1000)
-    return {"chunks": n, "bm25_shards": len(bm25.parts), "parts": parts, "open_s": open_s,
+    return {"chunks": n, "bm25_shards": len(bm25.parts), "parts": parts, "open_s": open_s, "open_mb": opened,
             "exact_search_ms_p50": float(np.median(lat)), "bm25_search_ms_p50": float(np.median(bm25_ms)),
             "peak_mb": peak_mb(), "disk_mb": sum(f.stat().st_size for f in vdir.rglob("*") if f.is_file()) / 2**20}
 
@@ -273,6 +294,8 @@ def print_tables(data: dict[str, Any]) -> None:
               f"exact {r['exact_search_ms_p50']:.1f} ms, BM25 {r['bm25_search_ms_p50']:.2f} ms "
               f"({r['bm25_shards']} shard(s)) | {r['disk_mb']:.0f} | {r['disk_mb'] * 2**20 / n:.0f} | "
               f"{r['peak_mb']:.0f} |")
+        mem = ", ".join(f"{k} {v:.0f} MiB ({v * 2**20 / n:.0f} B/chunk)" for k, v in r.get("open_mb", {}).items())
+        print(f"| {n} | a reader's memory: {mem} | | | | | |")
 
 
 def main() -> int:
