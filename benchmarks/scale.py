@@ -60,6 +60,7 @@ class TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.every, self.stop = pid, every, threading.Event()
         self.peaks: dict[int, tuple[str, float]] = {}
+        self.tree: dict[int, dict[str, Any]] = {}  # pid -> parent pid, role, command line head
 
     def run(self) -> None:
         import psutil
@@ -78,6 +79,8 @@ class TreeSampler(threading.Thread):
                     continue
                 if mb > self.peaks.get(p.pid, ("", 0.0))[1]:
                     self.peaks[p.pid] = (role, mb)
+                    self.tree[p.pid] = {"ppid": p.ppid(), "role": role, "peak_mb": round(mb, 1),
+                                        "cmd": " ".join(p.cmdline())[:160]}
             self.stop.wait(self.every)
 
 
@@ -137,12 +140,13 @@ def ingest_run(corpus: Path, runner: str, workers: int, work: Path) -> dict[str,
     roles: dict[str, list[float]] = {}
     for role, mb in sampler.peaks.values():
         roles.setdefault(role, []).append(round(mb, 1))
-    own = sum(stats["seconds"].values())
+    own = stats["seconds"].get("total") or sum(stats["seconds"].values())
     shutil.rmtree(home, ignore_errors=True)
     return {"runner": runner, "workers": workers, "chunks": stats["chunks"], "docs": stats["docs_seen"],
             "wall_s": wall, "ingest_s": own, "chunks_per_s": stats["chunks"] / wall,
             "chunks_per_s_ingest": stats["chunks"] / own if own else None, "stage_s": stats["seconds"],
-            "peak_mb": {k: sorted(v, reverse=True) for k, v in roles.items()}}
+            "peak_mb": {k: sorted(v, reverse=True) for k, v in roles.items()},
+            "processes": {str(k): v for k, v in sampler.tree.items()}}
 
 
 # ---- a synthetic version, part by part -------------------------------------------------------------------
@@ -322,12 +326,13 @@ def main() -> int:
             data["ingest_corpus"] = what
             data["ingest"] = []
             for runner, w in runs:
-                data["ingest"].append(ingest_run(corpus, runner, w, Path(tmp)))
+                data["ingest"].append({**ingest_run(corpus, runner, w, Path(tmp)),
+                                       "load_avg_1m": os.getloadavg()[0]})  # the machine is shared
                 print(f"# ingest {runner} x{w}: done", file=sys.stderr, flush=True)
     if args.index_sizes:
         keep = [r for r in data.get("index", []) if r.get("chunks") not in args.index_sizes]
         for n in args.index_sizes:
-            keep.append(index_run(n, args.hnsw_max))
+            keep.append({**index_run(n, args.hnsw_max), "load_avg_1m": os.getloadavg()[0]})
             print(f"# index {n}: done", file=sys.stderr, flush=True)
         data["index"] = sorted(keep, key=lambda r: r["chunks"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
