@@ -219,6 +219,7 @@ def main() -> int:
         for name, engine, shards in plan:
             t0 = time.perf_counter()
             rows[name] = spawn(engine, n, shards, args.queries)
+            rows[name]["load_avg_1m"] = os.getloadavg()[0]  # the machine is shared: how busy it was
             print(f"# {n} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         ref = rows["ragrig-1"].get("runs")
         for name, r in rows.items():
