@@ -4,9 +4,9 @@ home, and the workers' shards merged back in partition order, so the new version
 order, text) and vectors are the ones a local ingest builds. BM25, the keyword library, ``vectors.npy`` and the
 publish switch stay with the driver (``build.py``, ``IngestPipeline``).
 
-The merge is also where what the workers embedded enters the SQLite embedding cache: the driver is its one
-writer (``shards.ShardCache`` says why), and the version's vectors are then read back through it exactly as a
-local ingest reads them.
+The merge is also where what the workers extracted and embedded enters the SQLite caches: the driver is their
+one writer (``shards.ShardCache`` says why), and the version's vectors are then read back through the embedding
+cache exactly as a local ingest reads them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.format import collection_name
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.extract import remember_extractions
 from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary
 from ragrig.retrieval.ingest.shards import (
     EMBEDDED,
@@ -80,6 +81,7 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
     if bar is not None:
         bar.close()
     docs, chunks = merge_partitions(summaries, folder, stats, cache, embedder.id)
+    remember_extractions(cfg, docs)
     return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None,
                        sum(s.embedded for s in summaries))
 

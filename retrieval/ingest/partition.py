@@ -111,7 +111,7 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
                           f"ingest {job.model_id}: install the same model on every worker")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    docs, failed = extract_sources(cfg, job.sources)
+    docs, failed = extract_sources(cfg, job.sources, store=False)  # the driver writes the cache
     t1 = time.perf_counter()
     warnings: list[str] = []
     params = chunking_params(cfg, embedder)

@@ -4,6 +4,7 @@ order, and the SQLite embedding cache with two writing processes at once."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from ragrig.configs.models import EmbeddingConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest import partition
 from ragrig.retrieval.ingest.distributed import merge_partitions, partition_jobs
 from ragrig.retrieval.ingest.shards import (
@@ -99,6 +101,9 @@ def test_a_partition_writes_its_shards_and_a_retry_embeds_only_what_the_killed_a
     out = part_dir(staged / SHARDS, 0)
     assert summary.files == file_sums(staged / SHARDS, out)
     assert sum(1 for p in out.glob("embedded-*.npz")) == 3  # one file per batch, the killed attempt's kept
+    layout = Layout(cfg)  # a worker writes neither SQLite cache: the driver does, from the shards
+    assert not layout.embedding_cache.exists() or EmbeddingCache(layout.embedding_cache).count() == 0
+    assert sqlite3.connect(layout.extract_cache).execute("SELECT COUNT(*) FROM docs").fetchone() == (0,)
 
 
 def test_a_worker_that_does_not_share_the_home_says_so_in_one_line(tmp_path, make_config, write_files, words):
