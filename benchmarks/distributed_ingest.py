@@ -85,12 +85,14 @@ def main() -> None:
     for label, sets in runs.items():
         flags = [x for s in sets for x in ("--set", s)]
         stats_file = root / f"{label}-ingest.json"
+        load_before = [round(x, 2) for x in os.getloadavg()]  # a shared machine: say how busy it was
         wall = ragrig("ingest", "-c", args.config, "-q", "--output-json", str(stats_file), *flags)
         stats = json.loads(stats_file.read_text())
         eval_file = root / f"{label}-eval.json"
         ragrig("eval", "-c", args.config, "--no-prefect", "--output-json", str(eval_file), *flags)
         report = json.loads(eval_file.read_text())
         result[label] = {"command": " ".join(["ragrig ingest -c", args.config, "-q", *flags]), "wall_s": wall,
+                         "loadavg_before": load_before, "loadavg_after": [round(x, 2) for x in os.getloadavg()],
                          "stage_s": stats["seconds"], "chunks": stats["chunks"],
                          "chunks_embedded": stats["chunks_embedded"], "metrics": report["overall"],
                          "top10": [row["top"] for row in report["per_query"]]}

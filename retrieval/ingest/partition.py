@@ -133,7 +133,8 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
         seconds["chroma"] = time.perf_counter() - t3
     return PartitionSummary(
         index=job.index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=new,
-        cached=len({c.sha256 for c in chunks}) - new, over_window=sum(1 for c in chunks if c.tokens > params.max_tokens),
+        cached=len({c.sha256 for c in chunks}) - new,
+        over_window=sum(1 for c in chunks if c.tokens > params.max_tokens),
         failed=[*failed, *unchunked], warnings=warnings, files=file_sums(shards, out),
         seconds={k: round(v, 3) for k, v in seconds.items()},
     )
