@@ -1,4 +1,4 @@
-"""`ragrig ingest` with the local (thread) runner against `flow.task_runner: dask` with N workers (a LocalCluster
+"""`ragrig ingest` with the local (thread) runner against `flow.runner: dask` with N workers (a LocalCluster
 of N single-threaded worker processes), on one corpus, one after the other on the same machine: wall time of
 each command (a fresh process and a fresh home each: nothing cached), their ratio, and whether the two versions
 are the same: chunks (ids, order, text), documents, BM25 top-100 of every test query, vectors (max |diff|) and
@@ -78,7 +78,7 @@ def main() -> None:
     name = Path(args.config).stem
     root = Path(args.root or tempfile.mkdtemp(prefix="ragrig-dist-"))
     runs = {"local": [f"home={root / 'local'}"],
-            "dask": [f"home={root / 'dask'}", "flow.task_runner=dask", f"flow.max_workers={args.workers}"]}
+            "dask": [f"home={root / 'dask'}", "flow.runner=dask", f"flow.workers={args.workers}"]}
     result: dict = {"corpus": name, "workers": args.workers, "machine": {
         "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}

@@ -1,5 +1,5 @@
 """The ``ingest`` Prefect flow: discover -> plan -> extract (mapped over batches) -> chunk -> embed -> index -> publish;
-with ``flow.task_runner: dask``, extract + chunk + embed mapped over partitions on the cluster instead
+with ``flow.runner: dask``, extract + chunk + embed mapped over partitions on the cluster instead
 (``retrieval/ingest/distributed.py``), the index built and published here.
 
 Runs with Prefect's ephemeral API (no server needed) or as a deployment (prefect.yaml).
@@ -27,7 +27,7 @@ PUBLISHED_EVENT = "ragrig.index.published"
 
 def _ingest(cfg: RagrigConfig, force: bool, progress: bool, wait_s: float = 0.0) -> dict[str, Any]:
     pipe = IngestPipeline(cfg, force=force, progress=progress)
-    partitions = map_partitions if cfg.flow.task_runner == "dask" else None  # extract, chunk, embed on the cluster
+    partitions = map_partitions if cfg.flow.runner == "dask" else None  # extract, chunk, embed on the cluster
     return pipe.run(stage=run_stage, mapper=map_extract, wait_s=wait_s, partitions=partitions).to_dict()
 
 

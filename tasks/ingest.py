@@ -41,7 +41,7 @@ def map_partitions(cfg: RagrigConfig, jobs: list[PartitionJob], mark: Mark | Non
         for fut in futures:
             yield fut.result()
     except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError) as exc:
-        where = cfg.flow.dask_address or "the LocalCluster this ingest started"
+        where = cfg.flow.address or "the LocalCluster this ingest started"
         first = (str(exc).strip().splitlines() or [""])[0]
         raise RagrigError(f"the Dask scheduler at {where} cannot be reached or went away ({type(exc).__name__}: "
                           f"{first}); nothing was published, the published version is unchanged") from None

@@ -96,7 +96,7 @@ def check_shared(shards: Path, token: str) -> None:
         why = exc.strerror or str(exc)
     if why is not None:
         raise InputError(f"the Dask worker on {socket.gethostname()} cannot read {probe} ({why}): with "
-                         "flow.task_runner: dask the ragrig home must be on a filesystem every worker shares, "
+                         "flow.runner: dask the ragrig home must be on a filesystem every worker shares, "
                          "at the same path; nothing was published")
 
 

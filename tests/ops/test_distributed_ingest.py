@@ -96,8 +96,8 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, tmp_path):
 
     local = settings(tmp_path / "local", ROOT / "datasets" / "sample")
     ran = IngestPipeline(load_config(None, local), progress=False).run()
-    over = settings(tmp_path / "dask", ROOT / "datasets" / "sample", "flow.task_runner=dask",
-                    f"flow.dask_address={cluster}", "flow.extract_batch=8")
+    over = settings(tmp_path / "dask", ROOT / "datasets" / "sample", "flow.runner=dask",
+                    f"flow.address={cluster}", "flow.extract_batch=8")
     stats = run_ingest(load_config(None, over), None, over, progress=False)  # the flow `ragrig ingest` runs
     assert stats["published"] and stats["version"] == "v000001"
     assert (stats["chunks"], stats["chunks_embedded"], stats["docs_failed"]) == (ran.chunks, ran.chunks_embedded, 0)
@@ -181,7 +181,6 @@ def test_a_chroma_server_killed_mid_write_fails_in_one_line_and_keeps_the_publis
 
 def test_a_scheduler_that_is_not_there_fails_in_one_line_and_keeps_the_published_version(
         prefect_api, tmp_path, write_files, capsys):
-    import dask
     from ragrig.flows.cli import main
 
     corpus = write_files(tmp_path / "corpus", DOCS)
@@ -189,13 +188,27 @@ def test_a_scheduler_that_is_not_there_fails_in_one_line_and_keeps_the_published
     IngestPipeline(load_config(None, over), progress=False).run()
     write_files(corpus, {"d.md": "# Delta\n\n## Overwatch\n\nShoot when they move.\n"})
     gone = f"tcp://127.0.0.1:{free_port()}"
-    argv = ["ingest", "-q"]
-    for item in [*over, "flow.task_runner=dask", f"flow.dask_address={gone}"]:
+    argv = ["ingest", "-q", "--runner", "dask", "--address", gone]
+    for item in [*over, "flow.connect_timeout_s=3"]:
         argv += ["--set", item]
     capsys.readouterr()
-    with dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
-        assert main(argv) == 1
+    assert main(argv) == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith(f"error: the Dask scheduler at {gone} cannot be reached or went away")
+    assert last.startswith(f"error: flow.address {gone}: no Dask scheduler answers")
     layout = Layout(load_config(None, over))
     assert layout.current_version() == "v000001" and layout.leftovers() == []
+
+
+def test_a_scheduler_that_goes_away_mid_ingest_is_one_line(tmp_path, monkeypatch):
+    """The driver's side of a scheduler lost while the partitions run (the flows check the address before)."""
+    from ragrig.tasks import ingest as tasks_ingest
+
+    class Gone:
+        def map(self, *args, **kwargs):
+            raise OSError("Timed out trying to connect to tcp://10.0.0.9:8786 after 3 s")
+
+    cfg = load_config(None, settings(tmp_path / "home", tmp_path, "flow.runner=dask", "flow.address=tcp://10.0.0.9:8786"))
+    monkeypatch.setattr(tasks_ingest, "partition_task", Gone())
+    with pytest.raises(RagrigError, match=r"^the Dask scheduler at tcp://10.0.0.9:8786 cannot be reached or went "
+                                          r"away \(OSError: Timed out .*the published version is unchanged$"):
+        list(tasks_ingest.map_partitions(cfg, [object()]))
