@@ -1,4 +1,6 @@
-"""The ``ingest`` Prefect flow: discover -> plan -> extract (mapped over batches) -> chunk -> embed -> index -> publish.
+"""The ``ingest`` Prefect flow: discover -> plan -> extract (mapped over batches) -> chunk -> embed -> index -> publish;
+with ``flow.runner: dask``, extract + chunk + embed mapped over partitions on the cluster instead
+(``retrieval/ingest/distributed.py``), the index built and published here.
 
 Runs with Prefect's ephemeral API (no server needed) or as a deployment (prefect.yaml).
 On publishing a new version it emits the ``ragrig.index.published`` event that the
@@ -17,7 +19,7 @@ from ragrig.flows.params import flow_config
 from ragrig.flows.render.ingest import ingest_markdown
 from ragrig.flows.runners import task_runner_for
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
-from ragrig.tasks.ingest import map_extract
+from ragrig.tasks.ingest import map_extract, map_partitions
 from ragrig.tasks.stages import run_stage
 
 PUBLISHED_EVENT = "ragrig.index.published"
@@ -25,7 +27,8 @@ PUBLISHED_EVENT = "ragrig.index.published"
 
 def _ingest(cfg: RagrigConfig, force: bool, progress: bool, wait_s: float = 0.0) -> dict[str, Any]:
     pipe = IngestPipeline(cfg, force=force, progress=progress)
-    return pipe.run(stage=run_stage, mapper=map_extract, wait_s=wait_s).to_dict()
+    partitions = map_partitions if cfg.flow.runner == "dask" else None  # extract, chunk, embed on the cluster
+    return pipe.run(stage=run_stage, mapper=map_extract, wait_s=wait_s, partitions=partitions).to_dict()
 
 
 @flow(name="ingest", log_prints=False)

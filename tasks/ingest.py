@@ -1,21 +1,28 @@
-"""Prefect tasks for ingestion: thin wrappers over ``retrieval.ingest.pipeline`` (no logic lives here).
+"""Prefect tasks for ingestion: thin wrappers over ``retrieval.ingest`` (no logic lives here).
 
 ``IngestPipeline.run`` owns the stage sequence and runs each stage through ``tasks.stages.run_stage``;
-``map_extract`` maps extraction over batches — a pure function of (config, batch), so it also runs on Dask
-workers in other processes.
+``map_extract`` maps extraction over batches, and with the Dask task runner ``map_partitions`` maps a
+partition's extraction, chunking and embedding (``retrieval/ingest/partition.py``) over the workers — pure
+functions of their arguments, so they run on Dask workers in other processes. A worker that dies mid-partition
+is Dask's to reschedule (``distributed.scheduler.allowed-failures``); the partition is idempotent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections.abc import Iterator
 
 from prefect import unmapped
+from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
 from ragrig.retrieval.ingest.extract import extract_sources
+from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary, run_partition
 from ragrig.tasks.stages import as_task
 
 extract_task = as_task("extract", extract_sources)
+partition_task = as_task("partition", run_partition)
 
 
 def map_extract(cfg: RagrigConfig, batches: list[list[SourceDoc]]) -> Iterator[tuple[list[Document], list[FailedDoc]]]:
@@ -23,3 +30,18 @@ def map_extract(cfg: RagrigConfig, batches: list[list[SourceDoc]]) -> Iterator[t
     futures = extract_task.map(unmapped(cfg), batches) if batches else []
     for fut in futures:
         yield fut.result()
+
+
+def map_partitions(cfg: RagrigConfig, jobs: list[PartitionJob], mark: Mark | None = None,
+                   ) -> Iterator[PartitionSummary]:
+    """Submit every partition at once, yield the summaries in order. A scheduler that cannot be reached, or
+    goes away, is one line naming it (the driver then removes the staged version)."""
+    try:
+        futures = partition_task.map(unmapped(cfg), jobs, unmapped(mark)) if jobs else []
+        for fut in futures:
+            yield fut.result()
+    except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError) as exc:
+        where = cfg.flow.address or "the LocalCluster this ingest started"
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise RagrigError(f"the Dask scheduler at {where} cannot be reached or went away ({type(exc).__name__}: "
+                          f"{first}); nothing was published, the published version is unchanged") from None

@@ -31,6 +31,9 @@ CONCURRENCY: dict[str, int] = {EMBEDDING_TAG: 1}
 # extraction (a converter may fail on a busy machine; its per-document failures are kept inside the batch)
 SETTINGS: dict[str, StageSettings] = {
     "extract": StageSettings(retries=1, retry_delay_seconds=1),
+    # a distributed ingest's extract + chunk + embed of one partition (it may write to a Chroma server); a
+    # worker killed under it is rescheduled by Dask itself, and the partition embeds only what it had not
+    "partition": StageSettings(retries=1, retry_delay_seconds=1),
     "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "embed": StageSettings(tags=[EMBEDDING_TAG]),

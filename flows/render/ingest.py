@@ -20,7 +20,8 @@ def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         ("  over the model window", str(stats["chunks_over_window"])),
     ]
     secs = stats.get("seconds", {})
-    for stage in ("discover", "plan", "extract", "chunk", "embed", "index", "publish", "total"):
+    for stage in ("discover", "plan", "extract", "partitions", "workers:extract", "workers:chunk", "workers:embed",
+                  "workers:chroma", "chunk", "embed", "index", "publish", "total"):
         if stage in secs:
             rows.append((f"seconds: {stage}", f"{secs[stage]:.2f}"))
     return rows

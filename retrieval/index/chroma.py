@@ -100,9 +100,12 @@ def add_vectors(
     vectors: np.ndarray,
     metadatas: Sequence[dict[str, Any]],
     batch: int = 2000,
+    upsert: bool = False,
 ) -> None:
+    """In batches of ``batch`` rows; ``upsert``: rows already there are replaced (a retried writer)."""
+    write = collection.upsert if upsert else collection.add
     for i in range(0, len(ids), batch):
-        collection.add(
+        write(
             ids=list(ids[i : i + batch]),
             embeddings=vectors[i : i + batch].tolist(),
             metadatas=[_clean_meta(m) for m in metadatas[i : i + batch]],

@@ -9,7 +9,8 @@ crash tests kill the process there and check that no broken version is ever publ
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,27 +48,53 @@ def build_version(
     corpus_kind: str,
     corpus_file: dict[str, Any] | None = None,
     mark: Callable[[str], None] = lambda point: None,
+    staged: tuple[str, Path] | None = None,
+    in_collection: set[str] | None = None,
 ) -> str:
     """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk) and return its name.
     ``model_id`` and ``dim``: the embedding function's identity and width; ``corpus_kind``: directory or beir;
-    ``corpus_file``: see ``format.new_manifest``."""
+    ``corpus_file``: see ``format.new_manifest``. ``staged``: the (version, staging folder) of a
+    ``staged_version`` the caller holds (a distributed ingest, whose workers wrote into it first), else one of
+    its own; ``in_collection``: chunk ids the workers already wrote to the version's collection (it exists)."""
+    if staged is not None:
+        version, folder = staged
+        _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
+               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection)
+        publish.complete(layout, version, folder)
+        return version
+    with staged_version(cfg, layout) as (version, folder):
+        _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
+               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection)
+        publish.complete(layout, version, folder)
+    return version
+
+
+@contextmanager
+def staged_version(cfg: RagrigConfig, layout: Layout) -> Iterator[tuple[str, Path]]:
+    """The next version's name and a new staging folder; an error (not a kill: the next ingest sweeps those)
+    before the folder is complete leaves no staging folder or collection behind."""
     version, staged = publish.stage(layout)
     try:
-        _write(cfg, layout, version, staged, docs, chunks, vectors, model_id=model_id, dim=dim,
-               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark)
+        yield version, staged
     except Exception:
-        # an error (not a kill: the next ingest sweeps those) leaves no staging folder or collection behind
-        shutil.rmtree(staged, ignore_errors=True)
+        if staged.exists():
+            discard(cfg, layout, version, staged)
+        raise
+
+
+def discard(cfg: RagrigConfig, layout: Layout, version: str, staged: Path) -> None:
+    """Remove a staging folder and its version's collection (a build that failed or has nothing to publish)."""
+    shutil.rmtree(staged, ignore_errors=True)
+    try:  # a Chroma server that is gone must not hide the error that brought us here
         chroma.delete_collection(chroma.chroma_client(cfg.index.chroma, layout.chroma_dir),
                                  collection_name(layout.key, version))
-        raise
-    publish.complete(layout, version, staged)
-    return version
+    except Exception:
+        pass
 
 
 def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],
            vectors: np.ndarray, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
-           mark: Callable[[str], None]) -> None:
+           mark: Callable[[str], None], in_collection: set[str] | None = None) -> None:
     write_tables(staged, docs, chunks)
     mark("index:tables")
     Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25).save(staged / BM25_DIR)
@@ -82,9 +109,16 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
         hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), graph_path(staged))
     mark("index:vectors")
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
-    col = chroma.create_collection(client, collection_name(layout.key, version), dim)
-    if chunks:
-        chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, [chunk_metadata(c) for c in chunks])
+    name = collection_name(layout.key, version)
+    if in_collection is None:
+        col = chroma.create_collection(client, name, dim)
+        rows = list(range(len(chunks)))
+    else:  # the workers wrote the new chunks; the ones carried over from the published version are left
+        col = client.get_collection(name, embedding_function=None)
+        rows = [i for i, c in enumerate(chunks) if c.chunk_id not in in_collection]
+    if rows:
+        chroma.add_vectors(col, [chunks[i].chunk_id for i in rows], vectors[rows],
+                           [chunk_metadata(chunks[i]) for i in rows], upsert=in_collection is not None)
     mark("index:chroma")
     write_config(staged, cfg)
     manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind, model_id=model_id,

@@ -248,11 +248,14 @@ def extractor_key(cfg: RagrigConfig, src: SourceDoc) -> str:
     return BEIR_EXTRACTOR if src.format == "beir" else extractor_for(cfg).cache_key
 
 
-def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Document], list[FailedDoc]]:
+def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc], *, store: bool = True,
+                    ) -> tuple[list[Document], list[FailedDoc]]:
     """Extract a batch of documents; failures are returned, never raised (one bad file never stops a run).
 
     A plain function of (config, batch) so Prefect can map it over batches on any task runner,
     Dask workers in other processes included; each process keeps one extractor and cache connection.
+    ``store=False``: read the extraction cache but leave new extractions out of it (a distributed ingest's
+    driver stores them: ``remember_extractions``).
     """
     extractor = extractor_for(cfg)
     cache_path = Layout(cfg).extract_cache
@@ -270,7 +273,7 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
                 continue
             doc = extractor.extract(src)
             doc.extractor = extractor_key(cfg, src)
-            if src.format != "beir":
+            if src.format != "beir" and store:
                 cache.put(doc, ckey)  # under doc.sha256: the hash of the bytes this extraction read
             docs.append(doc)
         except ExtractionError as exc:
@@ -280,3 +283,15 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc]) -> tuple[list[Doc
         except Exception as exc:  # a library crash on one file: record it, go on
             failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
     return docs, failed
+
+
+def remember_extractions(cfg: RagrigConfig, docs: list[Document]) -> None:
+    """Store documents extracted elsewhere (Dask workers) in this home's extraction cache, as
+    ``extract_sources`` would have (BEIR records are never cached)."""
+    path = Layout(cfg).extract_cache
+    cache = _EXTRACT_CACHES.get(str(path))
+    if cache is None or cache.stale:
+        cache = _EXTRACT_CACHES[str(path)] = ExtractCache(path)
+    for doc in docs:
+        if doc.format != "beir" and doc.extractor:
+            cache.put(doc, doc.extractor)

@@ -7,6 +7,11 @@ sweep leftovers -> verify the published version (``index/verify.py``: a damaged 
 publish (atomic CURRENT switch) and prune old versions (``index/publish.py``). Nothing changed and no
 ``--force``: no new version is built. A crash anywhere before the switch leaves the published version
 untouched; leftovers are swept at the start of the next ingest.
+
+Distributed (a Dask task runner passes ``partitions``): after the plan the version is staged first, extract ->
+chunk -> embed run on the workers partition by partition, writing shards into the staging folder
+(``partition.py``, ``shards.py``), the driver merges them in plan order (``distributed.py``), then embed (all
+cache hits), build and publish as above: the same version a local ingest writes.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,18 +31,21 @@ from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import hnsw, publish
 from ragrig.retrieval.index.files import ingest_lock
-from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.format import read_manifest
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.vectors import search_kind
 from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.build import build_version
-from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document
+from ragrig.retrieval.ingest.build import build_version, discard, staged_version
+from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
+from ragrig.retrieval.ingest.chunking import ChunkingParams
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
+from ragrig.retrieval.ingest.distributed import PartitionMapper, run_partitions
 from ragrig.retrieval.ingest.embed import embed_with_cache
-from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.extract import extract_sources, extractor_key
+from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
+from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.stats import IngestStats
 
 __all__ = ["BatchMapper", "IngestPipeline", "IngestStats", "StageCall", "extract_sources"]
@@ -57,6 +66,7 @@ class IngestPipeline:
         force: bool = False,
         progress: bool = False,
         hook: Callable[[str], None] | None = None,
+        worker_hook: Mark | None = None,
     ) -> None:
         self.cfg = cfg
         self.force = force
@@ -65,6 +75,8 @@ class IngestPipeline:
         self.stats = IngestStats(index_key=self.layout.key, index_dir=str(self.layout.index_dir))
         self.embedder = Embedder(cfg.embedding, memo_file=self.layout.cache_dir / "model-digests.json")
         self._hook = hook  # called at stage boundaries (crash tests kill the process there)
+        self._worker_hook = worker_hook  # called in Dask workers at points of a partition (fault tests)
+        self._worker_embedded = 0  # texts the workers embedded (a distributed ingest)
         self._embed_cache: EmbeddingCache | None = None
         self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash and extractor
         self._kept: str | None = None  # the published version verified whole (None: none, --force, or damaged)
@@ -247,34 +259,31 @@ class IngestPipeline:
                 bar.close()
             return out
 
+    def partition(self, plan: Plan, staged: tuple[str, Path], mapper: PartitionMapper,
+                  ) -> tuple[list[Document], list[Chunk], set[str] | None]:
+        """A distributed ingest's extract, chunk and embed on the cluster (``distributed.run_partitions``):
+        the extracted documents, their chunks, and the chunk ids the workers wrote to the version's collection
+        (None: the build writes the collection)."""
+        with self.timed("partitions"):
+            if self._embed_cache is None:
+                self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
+            done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, mapper, embedder=self.embedder,
+                                  stats=self.stats, cache=self._embed_cache, hook=self._worker_hook,
+                                  progress=self.progress)
+            self._worker_embedded = done.embedded
+            return done.docs, done.chunks, done.in_collection
+
     def chunking_params(self) -> ChunkingParams:
-        window = self.embedder.window
-        if self.cfg.embedding.document_prefix:
-            window -= self.embedder.count_tokens([self.cfg.embedding.document_prefix])[0]
-        limit = min(self.cfg.chunking.max_tokens or window, window)
-        return ChunkingParams(
-            max_header_level=self.cfg.chunking.max_header_level,
-            max_tokens=limit,
-            drop_empty_sections=self.cfg.chunking.drop_empty_sections,
-            title_path=self.cfg.chunking.title_path,
-            frontmatter=self.cfg.chunking.frontmatter,
-        )
+        return chunking_params(self.cfg, self.embedder)
 
     def chunk(self, docs: list[Document]) -> list[Chunk]:
         with self.timed("chunk"):
             if not docs:
                 return []
             params = self.chunking_params()
-            out: list[Chunk] = []
-            for d in docs:
-                try:
-                    chunks = chunk_document(d, params, self.embedder.count_tokens)
-                except Exception as exc:
-                    self.stats.fail(d.doc_id, "chunk", f"{type(exc).__name__}: {exc}")
-                    continue
-                if not chunks:
-                    self.stats.warnings.append(f"{d.doc_id}: no chunks (no text outside empty headers)")
-                out.extend(chunks)
+            out, failed = chunk_documents(docs, params, self.embedder, self.stats.warnings.append)
+            for f in failed:
+                self.stats.fail(f.doc_id, f.stage, f.reason)
             self.stats.chunks_over_window = sum(1 for c in out if c.tokens > params.max_tokens)
             return out
 
@@ -289,15 +298,18 @@ class IngestPipeline:
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
             return vecs
 
-    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> str:
-        """Write a complete new version directory and Chroma collection; return its name (not yet published)."""
+    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray,
+              staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
+        """Write a complete new version directory and Chroma collection; return its name (not yet published).
+        ``staged`` and ``in_collection``: a distributed ingest's staging folder and what its workers wrote."""
         with self.timed("index"):
             corpus_file = None
             if self._corpus_file is not None:  # BEIR: the file this version was built from, and what failed in it
                 corpus_file = {**self._corpus_file, "failed": list(self.stats.failures)}
             dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
             return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id, dim=dim,
-                                 corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file, mark=self._mark)
+                                 corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file, mark=self._mark,
+                                 staged=staged, in_collection=in_collection)
 
     def publish(self, version: str) -> None:
         with self.timed("publish"):
@@ -323,10 +335,13 @@ class IngestPipeline:
         return self.stats
 
     def run(
-        self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0
+        self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0,
+        partitions: PartitionMapper | None = None,
     ) -> IngestStats:
         """Run every stage under the ingest lock. ``stage(name, fn, *args)`` runs one stage (default: call it;
-        the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches."""
+        the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches.
+        ``partitions`` (a Dask task runner): extraction, chunking and embedding run on the cluster instead,
+        partition by partition (``_run_distributed``)."""
         call: StageCall = stage or (lambda name, fn, *args: fn(*args))
         corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written
         t0 = time.perf_counter()
@@ -340,6 +355,8 @@ class IngestPipeline:
                 plan = call("plan", self.plan, found)
                 if plan.changed_nothing:
                     return self._keep_previous(plan.previous)
+                if partitions is not None and plan.to_extract:
+                    return self._run_distributed(call, plan, partitions)
                 extracted = self.extract(plan, mapper)
                 if plan.only_failures(extracted):
                     return self._keep_previous(plan.previous)
@@ -353,3 +370,20 @@ class IngestPipeline:
         finally:
             self.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
             self.close()
+
+    def _run_distributed(self, call: StageCall, plan: Plan, partitions: PartitionMapper) -> IngestStats:
+        """After the plan, a distributed ingest: the version is staged first (the workers write into it), and
+        an error anywhere before it is complete removes it (the published version stays as it was)."""
+        with staged_version(self.cfg, self.layout) as staged:
+            extracted, new_chunks, in_collection = self.partition(plan, staged, partitions)
+            if plan.only_failures(extracted):
+                discard(self.cfg, self.layout, *staged)
+                return self._keep_previous(plan.previous)
+            docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
+            vectors = call("embed", self.embed, chunks)  # cache hits: the merge put the workers' vectors there
+            self.stats.chunks_embedded += self._worker_embedded
+            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - self.stats.chunks_embedded
+            self.stats.chunks = len(chunks)
+            version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
+        call("publish", self.publish, version)
+        return self.stats

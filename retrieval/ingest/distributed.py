@@ -1,0 +1,131 @@
+"""The driver's side of a distributed ingest (the workers' side is ``partition.py``, the files between them
+``shards.py``): the changed documents cut into partitions, the probe that tells a worker whether it shares the
+home, and the workers' shards merged back in partition order, so the new version's documents, chunks (ids,
+order, text) and vectors are the ones a local ingest builds. BM25, the keyword library, ``vectors.npy`` and the
+publish switch stay with the driver (``build.py``, ``IngestPipeline``).
+
+The merge is also where what the workers extracted and embedded enters the SQLite caches: the driver is their
+one writer (``shards.ShardCache`` says why), and the version's vectors are then read back through the embedding
+cache exactly as a local ingest reads them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragrig.configs.errors import RagrigError
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.atomic import write_atomic
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
+from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.index import chroma
+from ragrig.retrieval.index.format import collection_name
+from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.extract import remember_extractions
+from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary
+from ragrig.retrieval.ingest.shards import (
+    EMBEDDED,
+    PROBE,
+    SHARDS,
+    check_files,
+    part_dir,
+    read_embedded,
+    read_partition_tables,
+)
+from ragrig.retrieval.ingest.stats import IngestStats
+
+PartitionMapper = Callable[[RagrigConfig, list[PartitionJob], Mark | None], Iterable[PartitionSummary]]
+"""Runs ``partition.run_partition(cfg, job, mark)`` for every job, on the cluster, and yields the summaries in
+job order (``tasks/ingest.py``: Prefect tasks on the Dask task runner)."""
+
+
+@dataclass
+class Partitioned:
+    docs: list[Document]  # extracted, in plan order
+    chunks: list[Chunk]  # theirs, in document order
+    in_collection: set[str] | None  # chunk ids the workers wrote to the version's collection (None: none did)
+    embedded: int  # texts the workers embedded
+
+
+def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], staged: tuple[str, Path],
+                   mapper: PartitionMapper, *, embedder: Embedder, stats: IngestStats, cache: EmbeddingCache,
+                   hook: Mark | None = None, progress: bool = False) -> Partitioned:
+    """Extract, chunk and embed ``sources`` on the cluster in partitions of ``flow.extract_batch``, each worker
+    writing shards into the staging folder of ``staged`` (with ``index.chroma.mode: http``, and its vectors
+    into the version's collection, which is created here first), then merge them here."""
+    version, folder = staged
+    collection = None
+    if cfg.index.chroma.mode == "http":
+        collection = collection_name(layout.key, version)
+        chroma.create_collection(chroma.chroma_client(cfg.index.chroma, layout.chroma_dir), collection, embedder.dim)
+    jobs = partition_jobs(sources, folder, size=cfg.flow.extract_batch, model_id=embedder.id, collection=collection)
+    # the home as resolved here: a worker would resolve $RAGRIG_HOME (or ./.ragrig) in its own environment
+    pinned = cfg.model_copy(update={"home": str(layout.home)})
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(sources), desc="extract+chunk+embed", unit="doc")
+    summaries = []
+    for job, summary in zip(jobs, mapper(pinned, jobs, hook)):
+        summaries.append(summary)
+        for stage, seconds in summary.seconds.items():
+            stats.add_seconds(f"workers:{stage}", seconds)
+        if bar is not None:
+            bar.update(len(job.sources))
+    if bar is not None:
+        bar.close()
+    docs, chunks = merge_partitions(summaries, folder, stats, cache, embedder.id)
+    remember_extractions(cfg, docs)
+    return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None,
+                       sum(s.embedded for s in summaries))
+
+
+def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_id: str,
+                   collection: str | None) -> list[PartitionJob]:
+    """The documents to extract in partitions of ``size``, in plan order; writes the probe first."""
+    shards = staged / SHARDS
+    token = secrets.token_hex(16)
+    write_atomic(shards / PROBE, token.encode(), durable=False)
+    return [PartitionJob(index=n, sources=sources[i : i + size], shards=str(shards), token=token,
+                         model_id=model_id, collection=collection)
+            for n, i in enumerate(range(0, len(sources), size))]
+
+
+def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: IngestStats, cache: EmbeddingCache,
+                     model_id: str) -> tuple[list[Document], list[Chunk]]:
+    """The extracted documents and their chunks, partition after partition (the plan's order, as a local
+    ingest has them), with failures and warnings recorded in ``stats``; what the workers embedded goes into
+    ``cache``. Each file is checked against the sha256 its worker reported before it is read. Removes the
+    shards afterwards: they are no part of a version."""
+    shards = staged / SHARDS
+    docs: list[Document] = []
+    chunks: list[Chunk] = []
+    unchunked: list[FailedDoc] = []
+    warnings: list[str] = []
+    for s in sorted(summaries, key=lambda s: s.index):
+        check_files(shards, s.files, s.host)
+        part_docs, part_chunks = read_partition_tables(part_dir(shards, s.index))
+        if (len(part_docs), len(part_chunks)) != (s.docs, s.chunks):
+            raise RagrigError(f"{part_dir(shards, s.index)}: holds {len(part_docs)} documents and {len(part_chunks)}"
+                              f" chunks, its worker reported {s.docs} and {s.chunks}; nothing was published")
+        stats.record_extracted(part_docs, [f for f in s.failed if f.stage != "chunk"])
+        unchunked += [f for f in s.failed if f.stage == "chunk"]
+        warnings += s.warnings
+        stats.chunks_over_window += s.over_window
+        docs.extend(part_docs)
+        chunks.extend(part_chunks)
+        for rel in sorted(r for r in s.files if Path(r).name.startswith(EMBEDDED)):
+            file_model, shas, vecs = read_embedded(shards / rel)
+            if file_model == model_id:
+                cache.put_many(model_id, list(zip(shas, vecs)))
+    for f in unchunked:  # after every extraction failure and warning, as a local ingest records them
+        stats.fail(f.doc_id, f.stage, f.reason)
+    stats.warnings.extend(warnings)
+    shutil.rmtree(shards)
+    return docs, chunks
