@@ -1,5 +1,6 @@
 """A small end-to-end sweep that shares its index, its embeddings across chunking levels, and its candidates
-across fusion variants, and evaluates every (config, test set) through ``evaluate_testsets``."""
+across fusion variants, and evaluates every (config, test set) through ``evaluate_testsets``; and the same sweep
+through a mapper (what flow.runner dask passes)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,17 @@ cases:
 """
 
 
-def write_sweep(tmp_path: Path, body: str) -> Path:
+def tiny_sweep(tmp_path: Path, write_files, name: str) -> Path:
+    """The two-document corpus, its test set and a 2 x 2 sweep over them (two indexes, two fusions each)."""
+    corpus = write_files(tmp_path / "corpus", CORPUS)
+    (tmp_path / "ts.yaml").write_text(TESTSET)
     p = tmp_path / "sweep.yaml"
-    p.write_text(body)
+    p.write_text(f"""name: {name}
+set: ["corpus.path={corpus}", "retrieval.synonyms=null", "eval.ragas=false", "eval.testsets=[{tmp_path / 'ts.yaml'}]"]
+grid:
+  chunking.max_header_level: [2, 3]
+  retrieval.fusion.method: [rrf, weighted]
+""")
     return p
 
 
@@ -44,14 +53,7 @@ def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files, m
         return real(cfg, testsets, **kw)
 
     monkeypatch.setattr(sweep_run, "evaluate_testsets", spy)
-    corpus = write_files(tmp_path / "corpus", CORPUS)
-    (tmp_path / "ts.yaml").write_text(TESTSET)
-    spec = load_sweep(write_sweep(tmp_path, f"""name: tiny-sweep
-set: ["corpus.path={corpus}", "retrieval.synonyms=null", "eval.ragas=false", "eval.testsets=[{tmp_path / 'ts.yaml'}]"]
-grid:
-  chunking.max_header_level: [2, 3]
-  retrieval.fusion.method: [rrf, weighted]
-"""))
+    spec = load_sweep(tiny_sweep(tmp_path, write_files, "tiny-sweep"))
     result = run_sweep(spec, progress=False)
     assert len(result.rows) == 4 and {r.testset for r in result.rows} == {"tiny"}
     # every (config, test set) went through the one evaluate-and-log function, on its index's shared retriever
@@ -80,3 +82,39 @@ grid:
     assert "embedding.model" in parent_params and not swept & set(parent_params)
     parent = MlflowClient().list_artifacts(result.parent_run_id)
     assert {"sweep_summary.md", "sweep.json"} <= {a.path for a in parent}
+
+
+@pytest.mark.slow
+def test_a_mapped_sweep_equals_the_plain_one(tmp_path, write_files, monkeypatch):
+    """The sweep through a mapper (what flow.runner dask passes: here one that calls in this process, in
+    order): every index ingested first, each config one ``remote.evaluate_config`` call, the rows and on_report
+    calls equal to the plain sweep's, and with the SQLite store the driver logs each child under the parent."""
+    from ragrig.eval.sweep import remote
+
+    spec = load_sweep(tiny_sweep(tmp_path, write_files, "mapped"))
+    plain = run_sweep(spec, progress=False)
+    calls: list[tuple] = []
+
+    def mapper(fn, items):
+        calls.extend(items)
+        return (fn(*args) for args in items)
+
+    seen: list[tuple[str, str]] = []
+    try:
+        mapped = run_sweep(spec, progress=False, mapper=mapper,
+                           on_report=lambda row, report: seen.append((row.label, report.testset)))
+    finally:
+        remote._opened.clear()  # the "worker" here is this process: drop its open version
+    assert [(r.label, r.index_key, r.metrics) for r in mapped.rows] == [
+        (r.label, r.index_key, r.metrics) for r in plain.rows]
+    assert seen == [(r.label, "tiny") for r in plain.rows]
+    assert len(calls) == 4 and len(mapped.indexes) == 2
+    # each call: the group's config, the version the driver pinned, and no log (SQLite: the driver logs)
+    assert all(c[6] is None and c[1] == "v000001" and c[4].home for c in calls)
+    import mlflow
+
+    client = mlflow.tracking.MlflowClient()
+    parent = client.get_run(mapped.parent_run_id)
+    kids = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{mapped.parent_run_id}'")
+    assert sorted(k.info.run_id for k in kids) == sorted(r.run_id for r in mapped.rows)
+    assert all(k.info.status == "FINISHED" for k in kids)
