@@ -124,6 +124,23 @@ def write_files():
     return _write_files
 
 
+def _write_docx(path: Path, sections: list[tuple[int, str, str]]) -> Path:
+    import docx
+
+    d = docx.Document()
+    for level, title, text in sections:
+        d.add_heading(title, level=level)
+        d.add_paragraph(text)
+    d.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_docx():
+    """``write_docx(path, [(heading level, heading, paragraph), ...])`` writes a Word file of those sections."""
+    return _write_docx
+
+
 @pytest.fixture
 def make_report():
     """Factory: ``make_report(testset="tiny", ndcg=1.0, **fields)`` -> an EvalReport with one query row, built by

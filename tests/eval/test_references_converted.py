@@ -39,25 +39,18 @@ HTML = ('<html><body><h1 id="additional-status-codes">Additional Status Codes</h
 FORMATS = ["md-plain", "md-docling", "html", "docx"]
 
 
-def write_docx(path) -> None:
-    import docx
-
-    d = docx.Document()
-    for level, title, text in [(1, "Additional Status Codes", "Return a JSONResponse to send an additional status code."),
-                               (2, "Example", "The example under the page title."),
-                               (2, "Additional status codes", "The note on codes other than the default."),
-                               (3, "Example", "The example under the note.")]:
-        d.add_heading(title, level=level)
-        d.add_paragraph(text)
-    d.save(str(path))
+DOCX = [(1, "Additional Status Codes", "Return a JSONResponse to send an additional status code."),
+        (2, "Example", "The example under the page title."),
+        (2, "Additional status codes", "The note on codes other than the default."),
+        (3, "Example", "The example under the note.")]  # (heading level, heading, paragraph)
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory) -> dict[str, Document]:
+def converted(tmp_path_factory, write_docx) -> dict[str, Document]:
     root = tmp_path_factory.mktemp("status")
     (root / "status.md").write_text(MD, encoding="utf-8")
     (root / "status.html").write_text(HTML, encoding="utf-8")
-    write_docx(root / "status.docx")
+    write_docx(root / "status.docx", DOCX)
     out = {}
     for name in FORMATS:
         ext, extractor = (name.split("-") + ["docling"])[:2]

@@ -45,25 +45,18 @@ cases:
 """
 
 
-def write_docx(path) -> None:
-    import docx
-
-    d = docx.Document()
-    for level, title, text in [(1, "Additional Status Codes", "Return a JSONResponse with the status code you want."),
-                               (2, "Additional status codes", "A path operation returns 200 by default."),
-                               (3, "Example", "An upsert answers 201 or 200."),
-                               (2, "Example", "Another example, under the title.")]:
-        d.add_heading(title, level=level)
-        d.add_paragraph(text)
-    d.save(str(path))
+DOCX = [(1, "Additional Status Codes", "Return a JSONResponse with the status code you want."),
+        (2, "Additional status codes", "A path operation returns 200 by default."),
+        (3, "Example", "An upsert answers 201 or 200."),
+        (2, "Example", "Another example, under the title.")]  # (heading level, heading, paragraph)
 
 
-def test_eval_scores_references_told_apart_by_anchor_case_and_path(tmp_path, write_files, make_config, embedder,
-                                                                   capsys):
+def test_eval_scores_references_told_apart_by_anchor_case_and_path(tmp_path, write_files, write_docx, make_config,
+                                                                   embedder, capsys):
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     corpus = write_files(tmp_path / "corpus", {"status.md": MD, "status.html": HTML})
-    write_docx(corpus / "status.docx")
+    write_docx(corpus / "status.docx", DOCX)
     cfg = make_config(corpus, "corpus.markdown_extractor=plain")
     pipe = IngestPipeline(cfg)
     pipe.embedder = embedder

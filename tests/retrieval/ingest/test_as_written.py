@@ -43,26 +43,17 @@ SECTIONS = ["Rebuilding a `TypeAdapter`'s schema {#rebuild}", "The `defer_build`
             "Strict **mode** {: .important }", "Schema guide > Rebuilding a `TypeAdapter`'s schema {#rebuild}"]
 
 
-def make_docx(path: Path) -> None:
-    import docx
-
-    d = docx.Document()
-    d.add_heading("Schema guide", level=1)
-    d.add_paragraph("Intro.")
-    d.add_heading("Rebuilding a TypeAdapter's schema", level=2)
-    d.add_paragraph("Call rebuild() when a forward reference could not be resolved.")
-    d.add_heading("The defer_build setting", level=3)
-    d.add_paragraph("Defer building until first use.")
-    d.add_heading("Strict mode", level=2)
-    d.add_paragraph("Strict mode refuses coercion.")
-    d.save(str(path))
+DOCX = [(1, "Schema guide", "Intro."),
+        (2, "Rebuilding a TypeAdapter's schema", "Call rebuild() when a forward reference could not be resolved."),
+        (3, "The defer_build setting", "Defer building until first use."),
+        (2, "Strict mode", "Strict mode refuses coercion.")]  # (heading level, heading, paragraph)
 
 
 @pytest.mark.parametrize("extractor", ["plain", "docling"])
-def test_a_test_set_copied_from_the_source_resolves_on_md_html_and_docx(tmp_path, write_files, make_config,
-                                                                        embedder, extractor):
+def test_a_test_set_copied_from_the_source_resolves_on_md_html_and_docx(tmp_path, write_files, write_docx,
+                                                                        make_config, embedder, extractor):
     corpus = write_files(tmp_path / "corpus", {"guide.md": MD, "guide.html": HTML, "notes.txt": TXT})
-    make_docx(corpus / "guide.docx")
+    write_docx(corpus / "guide.docx", DOCX)
     cfg = make_config(corpus, f"corpus.markdown_extractor={extractor}")
     pipe = IngestPipeline(cfg)
     pipe.embedder = embedder
