@@ -4,7 +4,6 @@ whatever inline markup, attribute lists or converter spacing the header carries.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from ragrig.eval.relevance import resolve_testset
