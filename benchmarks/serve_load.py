@@ -363,7 +363,7 @@ def markdown(r: dict[str, Any]) -> str:
 def breakdown(lat: dict[str, Any]) -> list[str]:
     """Where one client's request time goes (means, ms): the client and HTTP (client-side mean minus the server's
     own request time), the app around the search (parsing, the worker-thread hop, to_dict, JSON, metrics), waiting
-    for the search lock, the search in the server, and that search in this process."""
+    for the search thread, the search in the server, and that search in this process."""
     one = next((lv for lv in lat["levels"] if lv["clients"] == 1 and "server_mean_ms" in lv), None)
     if one is None or not lat.get("in_process"):
         return []
@@ -372,7 +372,7 @@ def breakdown(lat: dict[str, Any]) -> list[str]:
     inp = lat["in_process"]
     rows = [("client (httpx) + HTTP + uvicorn", one["mean_ms"] - request),
             ("app: parse, thread hop, to_dict, JSON, metrics", request - search - queue),
-            ("waiting for the search lock", queue),
+            ("waiting for the search thread", queue),
             (f"search in the server ({lat['health'].get('torch_threads')} torch threads)", search)]
     for x in inp:
         rows.append((f"search in process ({x['torch_threads']} torch threads; its query encoding p50 "

@@ -127,9 +127,10 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
     app = FastAPI(title="ragrig", summary="The evaluated retriever, served", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.live, app.state.metrics, app.state.torch_threads = live, metrics, None
-    # every search runs on this one thread (they run one at a time anyway, under live.search_lock): torch's
-    # OpenMP pool belongs to the thread that calls it, so one thread means one pool, warm from the first
-    # request, and ``ragrig serve`` times its thread choice on the same thread (docs/serve-latency.md)
+    # every search runs on this one thread, so searches run one at a time (the encoder and its tokenizer are
+    # not safe to call from two threads at once, and on a small machine one search already uses the cores);
+    # torch's OpenMP pool belongs to the thread that calls it, so one thread also means one pool, warm from the
+    # first request, and ``ragrig serve`` times its thread choice on the same thread (docs/serve-latency.md)
     app.state.search_thread = search_thread = ThreadPoolExecutor(1, thread_name_prefix="ragrig-search")
 
     async def searched(fn: Callable[..., Response], *args: Any) -> Response:
@@ -171,7 +172,7 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
             raise Unauthorized(f"missing or wrong bearer token (the server reads it from ${cfg.serve.token_env})")
 
     def answer(req: RetrieveRequest, r: Retriever) -> RetrievalResult:
-        """The request's result from ``r``, searched under the search lock."""
+        """The request's result from ``r`` (on the search thread)."""
         key = r.version.layout.key
         if req.index is not None and req.index != key:
             raise Conflict(f"this server serves index {key}, the request expects {req.index}: start `ragrig serve` "
@@ -180,8 +181,7 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
             raise Conflict(f"this server's retrieval settings ({digest}) differ from the request's "
                            f"({req.retrieval}): start `ragrig serve` with the same config, or query with --local")
         filters = Filters.parse(req.filter_items())
-        with live.search_lock:
-            return r.search(req.query, top_k=req.top_k, filters=filters, max_hops=req.max_hops)
+        return r.search(req.query, top_k=req.top_k, filters=filters, max_hops=req.max_hops)
 
     def answered(req: RetrieveRequest, context_tokens: int | None, submitted: float) -> Response:
         """One request, start to end, on the version it acquired (run on the search thread; ``submitted``: when
@@ -191,10 +191,9 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
             res = answer(req, r)
             key = r.version.layout.key
             body: RetrievalResult | dict[str, Any] = res
-            if context_tokens is not None:
-                with live.search_lock:  # the tokenizer, like the encoder, one caller at a time
-                    body = {"version": res.version, **build_context(res.hits, context_tokens,
-                                                                     r.embedder.count_tokens).to_dict()}
+            if context_tokens is not None:  # the tokenizer, like the encoder, on the search thread only
+                body = {"version": res.version, **build_context(res.hits, context_tokens,
+                                                                 r.embedder.count_tokens).to_dict()}
         metrics.retrieval(res.timings_ms, waited, res.cached)
         return _json(body, headers={"X-Ragrig-Index": f"{key}@{res.version}"})
 

@@ -10,8 +10,7 @@ A request holds the ``Slot`` it acquired until it finishes; ``check`` opens the 
 new one, never both. The old slot is released when its last request finishes. Opening a version that fails
 (e.g. pruned meanwhile) keeps the old one and is retried on the next poll, logged once per version.
 
-Searches run one at a time (``search_lock``): the retriever's encoder and its tokenizer are not safe to call
-from two threads at once, and on a small machine one search already uses the cores.
+Searches themselves run one at a time on the app's search thread (app.py), which this does not need to know.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ class LiveIndex:
         self.cfg = cfg
         self.layout = Layout(cfg)
         self._lock = threading.Lock()
-        self.search_lock = threading.Lock()
         self._slot = Slot(retriever or Retriever(cfg))
         self.switches = 0
         self.released: list[str] = []  # versions let go of, oldest first (their last request finished)

@@ -5,7 +5,7 @@ tests, never share counters):
     ragrig_request_seconds{endpoint}                 request latency (histogram), from arrival to response
     ragrig_stage_seconds{stage}                      per retrieval stage, from each result's ``timings_ms``
                                                      (process, embed, vector, bm25, header, fuse, shape, hops, total),
-                                                     plus ``queue``: the wait for the search lock
+                                                     plus ``queue``: the wait for the search thread
     ragrig_cache_hits_total                          answers served from the query cache (no stage timings)
     ragrig_in_flight_requests                        requests being answered now
     ragrig_index_info{index, version, model}         1 for the version being served
