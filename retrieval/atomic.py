@@ -23,11 +23,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, durable: bool = True) -> Path:
+def write_atomic(path: Path, data: bytes, durable: bool = True, parents: bool = True) -> Path:
     """Write ``data`` to ``path`` whole or not at all and return the file written (``path``'s symlink target
-    when it is one). ``durable=False`` skips the fsyncs (a memo that is only ever a cache)."""
+    when it is one). ``durable=False`` skips the fsyncs (a memo that is only ever a cache). ``parents=False``:
+    a missing folder is ``FileNotFoundError``, not created (a folder someone else removed stays removed)."""
     target = Path(os.path.realpath(path))  # a symlink (or a chain) is written at its final target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     try:
         old = os.stat(target)
     except FileNotFoundError:

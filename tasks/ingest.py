@@ -9,12 +9,9 @@ is Dask's to reschedule (``distributed.scheduler.allowed-failures``); the partit
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Iterator
 
 from prefect import unmapped
-from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
 from ragrig.retrieval.ingest.extract import extract_sources
@@ -34,14 +31,8 @@ def map_extract(cfg: RagrigConfig, batches: list[list[SourceDoc]]) -> Iterator[t
 
 def map_partitions(cfg: RagrigConfig, jobs: list[PartitionJob], mark: Mark | None = None,
                    ) -> Iterator[PartitionSummary]:
-    """Submit every partition at once, yield the summaries in order. A scheduler that cannot be reached, or
-    goes away, is one line naming it (the driver then removes the staged version)."""
-    try:
-        futures = partition_task.map(unmapped(cfg), jobs, unmapped(mark)) if jobs else []
-        for fut in futures:
-            yield fut.result()
-    except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError) as exc:
-        where = cfg.flow.address or "the LocalCluster this ingest started"
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise RagrigError(f"the Dask scheduler at {where} cannot be reached or went away ({type(exc).__name__}: "
-                          f"{first}); nothing was published, the published version is unchanged") from None
+    """Submit every partition at once, yield the summaries in order (a lost scheduler is
+    ``distributed.run_partitions``'s one line)."""
+    futures = partition_task.map(unmapped(cfg), jobs, unmapped(mark)) if jobs else []
+    for fut in futures:
+        yield fut.result()

@@ -11,6 +11,8 @@ cache exactly as a local ingest reads them.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import secrets
 import shutil
 from collections.abc import Callable, Iterable
@@ -44,6 +46,19 @@ PartitionMapper = Callable[[RagrigConfig, list[PartitionJob], Mark | None], Iter
 job order (``tasks/ingest.py``: Prefect tasks on the Dask task runner)."""
 
 
+CLUSTER_LOST = (OSError, asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError)
+"""What waiting on a partition raises when the scheduler cannot be reached or goes away (Dask's comm errors
+are OSErrors; a client that lost its scheduler cancels its futures)."""
+
+
+def cluster_lost(cfg: RagrigConfig, exc: BaseException) -> RagrigError:
+    """The one line for a scheduler lost while the partitions ran (the driver then removes the staged version)."""
+    where = cfg.flow.address or "the LocalCluster this ingest started"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return RagrigError(f"the Dask scheduler at {where} cannot be reached or went away ({type(exc).__name__}: "
+                       f"{first}); nothing was published, the published version is unchanged")
+
+
 @dataclass
 class Partitioned:
     docs: list[Document]  # extracted, in plan order
@@ -72,14 +87,18 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
 
         bar = tqdm(total=len(sources), desc="extract+chunk+embed", unit="doc")
     summaries = []
-    for job, summary in zip(jobs, mapper(pinned, jobs, hook)):
-        summaries.append(summary)
-        for stage, seconds in summary.seconds.items():
-            stats.add_seconds(f"workers:{stage}", seconds)
+    try:
+        for job, summary in zip(jobs, mapper(pinned, jobs, hook)):
+            summaries.append(summary)
+            for stage, seconds in summary.seconds.items():
+                stats.add_seconds(f"workers:{stage}", seconds)
+            if bar is not None:
+                bar.update(len(job.sources))
+    except CLUSTER_LOST as exc:
+        raise cluster_lost(cfg, exc) from None
+    finally:
         if bar is not None:
-            bar.update(len(job.sources))
-    if bar is not None:
-        bar.close()
+            bar.close()
     docs, chunks = merge_partitions(summaries, folder, stats, cache, embedder.id)
     remember_extractions(cfg, docs)
     return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None,

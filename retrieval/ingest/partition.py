@@ -29,7 +29,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import extract_sources
-from ragrig.retrieval.ingest.shards import PROBE, ShardCache, file_sums, part_dir, write_partition_tables
+from ragrig.retrieval.ingest.shards import PROBE, ShardCache, file_sums, make_part_dir, write_partition_tables
 
 Mark = Callable[[str], None]
 """Called in the worker at points of a partition ("partition:chunked", "embedded:<n>" after each batch of n
@@ -116,7 +116,7 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
     warnings: list[str] = []
     params = chunking_params(cfg, embedder)
     chunks, unchunked = chunk_documents(docs, params, embedder, warnings.append)
-    out = part_dir(shards, job.index)
+    out = make_part_dir(shards, job.index)
     write_partition_tables(out, docs, chunks)
     t2 = time.perf_counter()
     seconds.update(extract=t1 - t0, chunk=t2 - t1)

@@ -10,7 +10,8 @@ the version being built, and the driver's checked reading of them (``retrieval/i
             chunks.jsonl          their chunks (``Chunk.to_dict``), in document order
             embedded-*.npz        vectors the partition embedded, one file per encoder batch (``ShardCache``)
 
-Every file is written whole or not at all (temp file and rename); a partition's summary carries each file's
+Every file is written whole or not at all (temp file and rename), into folders that exist (a worker never
+makes ``shards/`` or the staging folder: ``make_part_dir``); a partition's summary carries each file's
 sha256, which the driver checks before it reads a byte (a file missing on the driver's side means the worker
 wrote to a disk the driver does not see). The driver removes ``shards/`` before it writes the manifest, so a
 published version never holds them; a crash leaves them in a staging folder the next ingest sweeps.
@@ -41,9 +42,20 @@ def part_dir(shards: Path, index: int) -> Path:
     return shards / f"part-{index:05d}"
 
 
+def make_part_dir(shards: Path, index: int) -> Path:
+    """A partition's folder, inside ``shards`` as the driver made it. A worker never creates ``shards`` (nor
+    the staging folder above it): one the driver removed (it gave up on the version, say after losing the
+    scheduler while this worker ran on) is ``FileNotFoundError`` here and for every shard file after, so a
+    worker left running never writes a staging folder back."""
+    out = part_dir(shards, index)
+    out.mkdir(exist_ok=True)
+    return out
+
+
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
-    write_atomic(path, data, durable=False)  # the staging folder is fsynced whole before it becomes a version
+    # the staging folder is fsynced whole before it becomes a version; a removed one is not made again
+    write_atomic(path, data, durable=False, parents=False)
 
 
 def write_partition_tables(out: Path, docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
@@ -116,7 +128,7 @@ def write_embedded(path: Path, model: str, items: Sequence[tuple[str, np.ndarray
     buf = io.BytesIO()
     np.savez(buf, model=np.array(model), shas=np.array([s for s, _ in items]),
              vecs=np.vstack([np.asarray(v, dtype=np.float32) for _, v in items]))
-    write_atomic(path, buf.getvalue(), durable=False)
+    write_atomic(path, buf.getvalue(), durable=False, parents=False)
 
 
 def read_embedded(path: Path) -> tuple[str, list[str], np.ndarray]:

@@ -4,6 +4,7 @@ order, and the SQLite embedding cache with two writing processes at once."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from ragrig.retrieval.ingest.shards import (
     ShardCache,
     check_files,
     file_sums,
+    make_part_dir,
     part_dir,
     write_embedded,
     write_partition_tables,
@@ -135,7 +137,8 @@ def _chunk(doc: str, n: int, sha: str) -> Chunk:
 
 
 def _part(shards, index: int, docs: list[str], shas: list[str], failed=()) -> partition.PartitionSummary:
-    out = part_dir(shards, index)
+    shards.mkdir(parents=True, exist_ok=True)  # the driver's (its probe)
+    out = make_part_dir(shards, index)
     chunks = [_chunk(d, 0, s) for d, s in zip(docs, shas)]
     write_partition_tables(out, [Document(d, "h", "md", "# x") for d in docs], chunks)
     write_embedded(out / "embedded-x.npz", "m", [(s, np.full(3, index + 1.0, np.float32)) for s in shas])
@@ -177,6 +180,7 @@ def test_a_shard_missing_or_changed_on_the_drivers_side_is_one_line(tmp_path):
 def test_a_retry_finds_the_killed_attempts_batches_before_the_shared_cache(tmp_path):
     main = EmbeddingCache(tmp_path / "e.sqlite")
     main.put_many("m", [("a", np.array([1, 0, 0], np.float32))])
+    (tmp_path / "p").mkdir()
     ShardCache(tmp_path / "p", main).put_many("m", [("b", np.array([0, 1, 0], np.float32))])
     good, bad, unsummed = ShardCache(tmp_path / "p", main).get_checked("m", ["a", "b", "c"], dim=3)
     assert sorted(good) == ["a", "b"] and bad == {} and unsummed == []
@@ -208,3 +212,20 @@ def test_two_processes_writing_the_sqlite_cache_at_once_lose_nothing(tmp_path):
     good, bad, _ = cache.get_checked("m", shas, dim=4)
     assert bad == {} and len(good) == 800 == cache.count()
     assert good["y39-9"].tolist() == [400.0] * 4
+
+
+def test_a_worker_never_writes_a_staging_folder_the_driver_removed(tmp_path):
+    """A worker left running after the driver gave up (and removed the staging folder) cannot make it again:
+    neither its partition folder nor a shard file creates missing folders."""
+    shards = tmp_path / ".tmp-v000002" / SHARDS
+    shards.mkdir(parents=True)
+    out = make_part_dir(shards, 3)
+    assert out == part_dir(shards, 3) and make_part_dir(shards, 3) == out  # a retry finds its own folder
+    shutil.rmtree(tmp_path / ".tmp-v000002")
+    with pytest.raises(FileNotFoundError):
+        make_part_dir(shards, 4)
+    with pytest.raises(FileNotFoundError):
+        write_partition_tables(out, [], [])
+    with pytest.raises(FileNotFoundError):
+        ShardCache(out, EmbeddingCache(tmp_path / "cache" / "e.sqlite")).put_many("m", [("a", np.ones(3, np.float32))])
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
