@@ -2,7 +2,7 @@
 ``distributed.LocalCluster`` of ``flow.workers`` processes on 127.0.0.1, or the cluster whose scheduler is
 ``flow.address``. Two ways in, one cluster setting: ``task_runner_for`` (the Prefect task runner a flow runs its
 mapped tasks on) and ``cluster_mapper`` (a plain ``Mapper`` over a Dask client, which the library's sweep takes to
-evaluate each config as a task; Dask does the scheduling).
+evaluate each config as a task, and ``cluster_partitions`` a plain ingest's partitions; Dask does the scheduling).
 
 A scheduler that does not answer within ``flow.connect_timeout_s`` is one line (``SchedulerUnreachable``), before
 any work starts.
@@ -10,6 +10,8 @@ any work starts.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,12 +21,28 @@ from urllib.parse import urlsplit
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 
-if TYPE_CHECKING:  # the sweep's own type; importing it here would load the retriever with every flow
+if TYPE_CHECKING:  # the library's own types; importing them here would load the retriever with every flow
     from ragrig.eval.sweep.run import Mapper
+    from ragrig.retrieval.ingest.distributed import PartitionMapper
 
 
 class SchedulerUnreachable(RagrigError):
     """``flow.address`` names a scheduler that does not answer (exit code 1)."""
+
+
+class _CancelledReconnect(logging.Filter):
+    """Drops the record Dask's client logs when its reconnect to a scheduler that died is cancelled: an ERROR
+    with no message, only a traceback. What the user needs is the one line the ingest or sweep raises."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, asyncio.CancelledError) and not record.getMessage().strip())
+
+
+def _quiet_reconnect() -> None:
+    client_log = logging.getLogger("distributed.client")
+    if not any(isinstance(f, _CancelledReconnect) for f in client_log.filters):
+        client_log.addFilter(_CancelledReconnect())
 
 
 def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
@@ -53,6 +71,7 @@ def task_runner_for(cfg: RagrigConfig) -> Any:
         return ThreadPoolTaskRunner(max_workers=cfg.flow.workers)
     from prefect_dask import DaskTaskRunner
 
+    _quiet_reconnect()
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         return DaskTaskRunner(address=cfg.flow.address, client_kwargs={"timeout": cfg.flow.connect_timeout_s})
@@ -78,6 +97,7 @@ def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
         return
     from distributed import Client, LocalCluster
 
+    _quiet_reconnect()
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         cluster, client = None, Client(cfg.flow.address, timeout=cfg.flow.connect_timeout_s)
@@ -90,3 +110,17 @@ def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def cluster_partitions(cfg: RagrigConfig) -> Iterator[PartitionMapper | None]:
+    """A plain (no Prefect) ingest's partition mapper over the configured cluster: ``partition.run_partition``
+    as one Dask task per partition (None with the local runner: the ingest then runs in this process)."""
+    with cluster_mapper(cfg) as mapper:
+        if mapper is None:
+            yield None
+            return
+        from ragrig.retrieval.ingest.partition import run_partition
+
+        run = mapper
+        yield lambda pinned, jobs, mark: run(run_partition, [(pinned, job, mark) for job in jobs])

@@ -27,10 +27,13 @@ def register(sub: Any) -> None:
 def ingest(cfg: RagrigConfig, args: argparse.Namespace, *, force: bool = False, progress: bool = True,
            wait_s: float = 0.0) -> dict[str, Any]:
     """One ingest of ``cfg`` (``args``: the command's --config, --set and --no-prefect); its stats as a dict."""
-    if args.no_prefect:
+    if args.no_prefect:  # the same runner, without Prefect: the partitions go to the cluster as plain Dask tasks
+        from ragrig.flows.runners import cluster_partitions
         from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
-        return IngestPipeline(cfg, force=force, progress=progress).run(wait_s=wait_s).to_dict()
+        with cluster_partitions(cfg) as partitions:
+            pipe = IngestPipeline(cfg, force=force, progress=progress)
+            return pipe.run(wait_s=wait_s, partitions=partitions).to_dict()
     prefect_home()
     from ragrig.flows.ingest import run_ingest
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +107,26 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, tmp_path):
     assert_same_version(local, over)
 
 
+def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, tmp_path, capsys):
+    """`ragrig ingest --no-prefect --runner dask --address …`: the partitions go to the cluster as plain Dask
+    tasks (the workers extract, chunk and embed; no Prefect flow), and the version equals the local one."""
+    import json
+
+    from ragrig.flows.cli import main
+
+    local = settings(tmp_path / "local", ROOT / "datasets" / "sample")
+    IngestPipeline(load_config(None, local), progress=False).run()
+    over = settings(tmp_path / "plain", ROOT / "datasets" / "sample", "flow.extract_batch=8")
+    argv = ["ingest", "-q", "--no-prefect", "--runner", "dask", "--address", cluster,
+            "--output-json", str(tmp_path / "stats.json")]
+    for item in over:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["published"] and stats["seconds"]["workers:embed"] > 0 and "extract" not in stats["seconds"]
+    assert_same_version(local, over)
+
+
 @dataclass
 class KillWorkerOnce:
     """In a worker: write each embedded batch's size to ``log``; at the first batch (``marker`` not there yet)
@@ -199,16 +221,116 @@ def test_a_scheduler_that_is_not_there_fails_in_one_line_and_keeps_the_published
     assert layout.current_version() == "v000001" and layout.leftovers() == []
 
 
-def test_a_scheduler_that_goes_away_mid_ingest_is_one_line(tmp_path, monkeypatch):
-    """The driver's side of a scheduler lost while the partitions run (the flows check the address before)."""
-    from ragrig.tasks import ingest as tasks_ingest
+@dataclass
+class KillAtFirstBatch:
+    """In a worker: once the first batch is embedded, SIGKILL the process group of ``pid`` (the scheduler),
+    then wait (up to a minute) until the driver has given up and removed the staging folders under ``home``,
+    and go on with the partition's next batch, as a worker the scheduler's death did not stop would."""
 
-    class Gone:
-        def map(self, *args, **kwargs):
-            raise OSError("Timed out trying to connect to tcp://10.0.0.9:8786 after 3 s")
+    pid: int
+    home: str
 
-    cfg = load_config(None, settings(tmp_path / "home", tmp_path, "flow.runner=dask", "flow.address=tcp://10.0.0.9:8786"))
-    monkeypatch.setattr(tasks_ingest, "partition_task", Gone())
+    def __call__(self, point: str) -> None:
+        if not point.startswith("embedded:"):
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return  # a later batch: the scheduler is gone already
+        deadline = time.monotonic() + 60
+        while list(Path(self.home).glob("indexes/*/versions/.tmp-*")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+@contextmanager
+def own_cluster(tmp_path: Path):
+    """A real ``dask scheduler`` and one ``dask worker`` process on 127.0.0.1, each in its own process group:
+    (address, the scheduler's process)."""
+    from distributed import Client
+
+    port, http = free_port(), free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    # plain Dask futures pickle the hook by reference (pickle first, cloudpickle only when that fails): the
+    # scheduler and the worker import it from this module
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    with server([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                 "--dashboard-address", f"127.0.0.1:{http}"], f"http://127.0.0.1:{http}/health",
+                log=tmp_path / "scheduler.log", env=env) as scheduler, \
+         server([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+                f"http://127.0.0.1:{http}/health", log=tmp_path / "worker.log", env=env):
+        with Client(address, timeout=20) as c:
+            c.wait_for_workers(1, timeout=60)
+        yield address, scheduler
+
+
+@pytest.mark.parametrize("path", ["prefect", "plain"])
+def test_a_scheduler_killed_mid_ingest_fails_in_one_line_and_keeps_the_published_version(
+        prefect_api, tmp_path, write_files, path):
+    """The scheduler process is SIGKILLed while a worker embeds the first partition, through the ingest flow
+    (Prefect's Dask task runner) and through ``ingest --no-prefect`` (plain Dask futures). The worker, left
+    running, must not write the removed staging folder back."""
+    from ragrig.flows.runners import cluster_partitions
+
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    base = settings(tmp_path / "home", corpus, "embedding.batch_size=2", "flow.extract_batch=1")
+    IngestPipeline(load_config(None, base), progress=False).run()
+    write_files(corpus, {"d.md": "# Delta\n\n## Overwatch\n\nShoot when they move.\n\n## Guard\n\nGuard it.\n\n"
+                                 "## Hide\n\nHide in cover.\n\n## Dash\n\nDash three inches.\n"})  # 2+ batches
+    with own_cluster(tmp_path) as (address, scheduler):
+        over = [*base, "flow.runner=dask", f"flow.address={address}"]
+        t0 = time.monotonic()
+        hook = KillAtFirstBatch(scheduler.pid, str(tmp_path / "home"))
+        with pytest.raises(RagrigError) as err:
+            if path == "prefect":
+                dask_ingest(over, address, hook)
+            else:
+                cfg = load_config(None, over)
+                with cluster_partitions(cfg) as partitions:
+                    IngestPipeline(cfg, progress=False, worker_hook=hook).run(partitions=partitions)
+        took = time.monotonic() - t0
+        time.sleep(3)  # the orphaned worker goes on with its partition meanwhile
+    line = str(err.value)
+    assert line.startswith(f"the Dask scheduler at {address} cannot be reached or went away (") and "\n" not in line
+    assert line.endswith("nothing was published, the published version is unchanged")
+    assert took < 90
+    layout = Layout(load_config(None, base))
+    assert layout.current_version() == "v000001" and layout.leftovers() == []
+    assert [p.name for p in layout.versions_dir.iterdir()] == ["v000001"]
+
+
+def test_a_partition_mapper_that_loses_its_scheduler_is_one_line(tmp_path, write_files):
+    """The driver's side, whatever runs the partitions: the errors a lost scheduler raises become one line."""
+    import concurrent.futures
+
+    def gone(cfg, jobs, mark):
+        yield from ()
+        raise concurrent.futures.CancelledError("run_partition-1 cancelled for reason: scheduler-connection-lost.")
+
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    cfg = load_config(None, settings(tmp_path / "home", corpus, "flow.runner=dask", "flow.address=tcp://10.0.0.9:8786"))
     with pytest.raises(RagrigError, match=r"^the Dask scheduler at tcp://10.0.0.9:8786 cannot be reached or went "
-                                          r"away \(OSError: Timed out .*the published version is unchanged$"):
-        list(tasks_ingest.map_partitions(cfg, [object()]))
+                                          r"away \(CancelledError: run_partition-1 cancelled .*the published "
+                                          r"version is unchanged$"):
+        IngestPipeline(cfg, progress=False).run(partitions=gone)
+    assert Layout(cfg).leftovers() == [] and Layout(cfg).current_version() is None
+
+
+def test_the_cancelled_reconnect_traceback_of_dask_client_is_not_printed():
+    """After a lost scheduler Dask's client logs its cancelled reconnect as an ERROR with only a traceback;
+    the runner drops that record (the user gets the ingest's one line) and nothing else."""
+    import asyncio
+    import logging
+
+    from ragrig.flows.runners import _quiet_reconnect
+
+    _quiet_reconnect()
+    _quiet_reconnect()  # once per process, however many clusters it opens
+    log = logging.getLogger("distributed.client")
+    assert len(log.filters) == 1
+
+    def record(msg: str, exc: BaseException) -> logging.LogRecord:
+        return log.makeRecord(log.name, logging.ERROR, __file__, 1, msg, (), (type(exc), exc, None))
+
+    assert not log.filter(record("", asyncio.CancelledError()))
+    assert log.filter(record("", OSError("refused")))  # any other error still shows
+    assert log.filter(record("Restarting worker", asyncio.CancelledError()))
