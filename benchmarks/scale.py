@@ -33,6 +33,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,30 @@ def role_of(cmdline: str) -> str:
     return "other"
 
 
+def sampled(cmd: list[str], env: dict[str, str], every: float = 0.2) -> dict[str, Any]:
+    """Run ``cmd`` in its own process group (killed whole if this is interrupted) with a ``TreeSampler`` over
+    it: its wall time and the peak RSS of each role's processes, or the last line of its stderr."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    sampler = TreeSampler(proc.pid, every=every)
+    sampler.start()
+    try:
+        _, stderr = proc.communicate()
+        wall = time.perf_counter() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        sampler.stop.set()
+        sampler.join()
+    if proc.returncode != 0:
+        return {"error": (stderr.strip().splitlines() or ["?"])[-1]}
+    roles: dict[str, list[float]] = {}
+    for role, mb in sampler.peaks.values():
+        roles.setdefault(role, []).append(round(mb, 1))
+    return {"wall_s": wall, "peak_mb": roles, "sampler": sampler}
+
+
 def make_corpus(docs: int, where: Path) -> tuple[Path, str]:
     """A BEIR corpus.jsonl of the first ``docs`` SciFact documents, or the sample corpus."""
     if not (SCIFACT / "corpus.jsonl").is_file():
@@ -125,21 +150,11 @@ def ingest_run(corpus: Path, runner: str, workers: int, work: Path) -> dict[str,
            "--set", "index.name=scale", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]",
            *runner_args(runner, workers)]
     env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    sampler = TreeSampler(proc.pid)
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - t0
-    sampler.stop.set()
-    sampler.join()
-    if proc.returncode != 0:
-        return {"runner": runner, "workers": workers, "error": (stderr.strip().splitlines() or ["?"])[-1]}
+    ran = sampled(cmd, env)
+    if "error" in ran:
+        return {"runner": runner, "workers": workers, "error": ran["error"]}
+    wall, roles, sampler = ran["wall_s"], ran["peak_mb"], ran["sampler"]
     stats = json.loads(out.read_text())
-    roles: dict[str, list[float]] = {}
-    for role, mb in sampler.peaks.values():
-        roles.setdefault(role, []).append(round(mb, 1))
     own = stats["seconds"].get("total") or sum(stats["seconds"].values())
     shutil.rmtree(home, ignore_errors=True)
     return {"runner": runner, "workers": workers, "chunks": stats["chunks"], "docs": stats["docs_seen"],

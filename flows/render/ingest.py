@@ -21,9 +21,11 @@ def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     secs = stats.get("seconds", {})
     for stage in ("discover", "plan", "extract", "partitions", "workers:extract", "workers:chunk", "workers:embed",
-                  "workers:chroma", "chunk", "embed", "index", "publish", "total"):
+                  "workers:chroma", "chunk", "embed", "index", "index:tables", "index:bm25", "index:vectors",
+                  "index:chroma", "publish", "total"):
         if stage in secs:
-            rows.append((f"seconds: {stage}", f"{secs[stage]:.2f}"))
+            rows.append((f"seconds: {stage}" if ":" not in stage or "workers" in stage
+                         else f"  {stage.split(':')[1]}", f"{secs[stage]:.2f}"))
     return rows
 
 

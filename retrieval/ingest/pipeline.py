@@ -80,8 +80,16 @@ class IngestPipeline:
         self._embed_cache: EmbeddingCache | None = None
         self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash and extractor
         self._kept: str | None = None  # the published version verified whole (None: none, --force, or damaged)
+        self._part_t0 = 0.0  # when the index build's last part ended
 
     def _mark(self, point: str) -> None:
+        """A point of the run: the index build's parts ("index:tables", "index:bm25" with the keyword library,
+        "index:vectors" with the graph, "index:chroma") are timed from one to the next; then the hook."""
+        if point == "before:index" or point.startswith("index:"):
+            now = time.perf_counter()
+            if point.startswith("index:"):
+                self.stats.add_seconds(point, now - self._part_t0)
+            self._part_t0 = now
         if self._hook:
             self._hook(point)
 

@@ -54,6 +54,28 @@ def test_run_stage_runs_the_step_as_a_task_in_a_flow(prefect_api):
     assert twice(21) == 42
 
 
+class Untouchable(list):
+    """A list that fails when anything iterates it: what Prefect does to a task argument it is not told to
+    leave alone (it walks every element looking for futures)."""
+
+    def __iter__(self):
+        raise AssertionError("a stage argument was walked element by element")
+
+
+@pytest.mark.slow
+def test_run_stage_hands_its_arguments_over_without_walking_them(prefect_api):
+    """A stage gets ingest's chunk lists whole: walking 1M chunks cost ~100 s per argument."""
+    from prefect import flow
+
+    chunks = Untouchable([1, 2, 3])
+
+    @flow
+    def stage_of_a_big_list() -> int:
+        return run_stage("count", lambda cs: (type(cs).__name__, len(cs)), chunks)
+
+    assert stage_of_a_big_list() == ("Untouchable", 3)
+
+
 def test_the_embedding_tag_has_a_concurrency_limit_to_create():
     from ragrig.tasks.stages import CONCURRENCY, EMBEDDING_TAG
 
