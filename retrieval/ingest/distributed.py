@@ -46,17 +46,25 @@ PartitionMapper = Callable[[RagrigConfig, list[PartitionJob], Mark | None], Iter
 job order (``tasks/ingest.py``: Prefect tasks on the Dask task runner)."""
 
 
-CLUSTER_LOST = (OSError, asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError)
-"""What waiting on a partition raises when the scheduler cannot be reached or goes away (Dask's comm errors
-are OSErrors; a client that lost its scheduler cancels its futures)."""
+def lost_cluster(exc: BaseException) -> bool:
+    """Whether waiting on a partition raised because the scheduler cannot be reached or went away: a client
+    that lost its scheduler cancels its futures; Dask's comm errors are OSErrors of its own; connection errors
+    and timeouts. (An OSError a worker raised, a full disk say, reaches the driver as itself: not this.)"""
+    return (isinstance(exc, (asyncio.CancelledError, concurrent.futures.CancelledError, TimeoutError,
+                              ConnectionError))
+            or (isinstance(exc, OSError) and type(exc).__module__.startswith("distributed")))
 
 
-def cluster_lost(cfg: RagrigConfig, exc: BaseException) -> RagrigError:
-    """The one line for a scheduler lost while the partitions ran (the driver then removes the staged version)."""
-    where = cfg.flow.address or "the LocalCluster this ingest started"
+def partition_failed(cfg: RagrigConfig, exc: BaseException) -> RagrigError:
+    """The one line for a partition that did not come back (the driver then removes the staged version)."""
     first = (str(exc).strip().splitlines() or [""])[0]
-    return RagrigError(f"the Dask scheduler at {where} cannot be reached or went away ({type(exc).__name__}: "
-                       f"{first}); nothing was published, the published version is unchanged")
+    if lost_cluster(exc):
+        where = cfg.flow.address or "the LocalCluster this ingest started"
+        what = f"the Dask scheduler at {where} cannot be reached or went away"
+    else:
+        what = "a Dask worker failed on a partition"
+    return RagrigError(f"{what} ({type(exc).__name__}: {first}); nothing was published, the published version is "
+                       "unchanged")
 
 
 @dataclass
@@ -94,8 +102,8 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
                 stats.add_seconds(f"workers:{stage}", seconds)
             if bar is not None:
                 bar.update(len(job.sources))
-    except CLUSTER_LOST as exc:
-        raise cluster_lost(cfg, exc) from None
+    except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
+        raise partition_failed(cfg, exc) from None
     finally:
         if bar is not None:
             bar.close()

@@ -314,6 +314,15 @@ def test_a_partition_mapper_that_loses_its_scheduler_is_one_line(tmp_path, write
         IngestPipeline(cfg, progress=False).run(partitions=gone)
     assert Layout(cfg).leftovers() == [] and Layout(cfg).current_version() is None
 
+    def full_disk(cfg, jobs, mark):  # an OSError a worker raised is the worker's, not a lost scheduler
+        yield from ()
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(RagrigError, match=r"^a Dask worker failed on a partition \(OSError: \[Errno 28\] No space "
+                                          r"left on device\); nothing was published"):
+        IngestPipeline(cfg, progress=False).run(partitions=full_disk)
+    assert Layout(cfg).leftovers() == [] and Layout(cfg).current_version() is None
+
 
 def test_the_cancelled_reconnect_traceback_of_dask_client_is_not_printed():
     """After a lost scheduler Dask's client logs its cancelled reconnect as an ERROR with only a traceback;
