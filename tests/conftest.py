@@ -181,6 +181,17 @@ ADDED_SINCE_INDEX_V1 = {
 
 
 @pytest.fixture
+def legacy_writes_collection(monkeypatch):
+    """Builds write a Chroma collection whatever the config, as every build did when the index-v1 fixture was
+    written (now only where one is read: ``chroma.writes_collection``), so the fixture's collection and manifest
+    can be compared with what the writer makes."""
+    from ragrig.retrieval.index import chroma, format
+
+    monkeypatch.setattr(chroma, "writes_collection", lambda cfg: True)
+    monkeypatch.setattr(format, "writes_collection", lambda cfg: True)
+
+
+@pytest.fixture
 def drop_added_settings():
     """Remove (and check the defaults of) the settings added since the index-v1 fixture, and the whole ``serve``
     section (added later, never part of an index); the flow section renamed since goes back to its old names."""

@@ -13,11 +13,19 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import RagrigError
-from ragrig.configs.models import ChromaConfig
+from ragrig.configs.models import ChromaConfig, RagrigConfig
 
 log = logging.getLogger(__name__)
 
 _CLIENTS: dict[tuple[str, str], Any] = {}  # one client per store and process (Chroma wants one per path)
+
+
+def writes_collection(cfg: RagrigConfig) -> bool:
+    """Whether a version built from ``cfg`` writes its vectors to a Chroma collection: only where something reads
+    it, i.e. ``index.vector_search.mode: chroma``, or a Chroma server (``index.chroma.mode: http``) that other
+    tools may query. Otherwise ``vectors.npy`` (and the seeded graph) answer every vector search, and the
+    collection would be most of the build (75 % of it at 1M chunks, docs/scale.md) for nothing."""
+    return cfg.index.vector_search.mode == "chroma" or cfg.index.chroma.mode == "http"
 
 
 def _client_key(cfg: ChromaConfig, path: Path) -> tuple[str, str]:

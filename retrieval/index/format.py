@@ -31,6 +31,7 @@ from typing import Any
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document, sha256_text
 from ragrig.retrieval.index.bm25_shards import shard_count
+from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.files import write_json
 
 MANIFEST = "manifest.json"
@@ -158,8 +159,8 @@ def manifest_problem(manifest: Any) -> str | None:
         return "'counts' needs documents and chunks as non-negative integers"
     if not isinstance(emb.get("model_id"), str) or not isinstance(emb.get("dim"), int):
         return "'embedding' needs model_id and dim"
-    if not isinstance(chroma.get("collection"), str):
-        return "'chroma' needs collection"
+    if "collection" not in chroma or not isinstance(chroma["collection"], (str, type(None))):
+        return "'chroma' needs collection (a name, or null when the version wrote none)"
     files = manifest.get("files")
     if files is not None and not (isinstance(files, dict) and all(isinstance(v, str) for v in files.values())):
         return "'files' is not a mapping of path to sha256"
@@ -197,7 +198,8 @@ def new_manifest(
         "fingerprint": cfg.ingest_fingerprint(),
         "corpus_kind": corpus_kind,
         "embedding": {"model_id": model_id, "dim": dim, "model": cfg.embedding.model},
-        "chroma": {"mode": cfg.index.chroma.mode, "collection": collection_name(index_key, version)},
+        "chroma": {"mode": cfg.index.chroma.mode,  # collection null: the version wrote none (chroma.writes_collection)
+                   "collection": collection_name(index_key, version) if writes_collection(cfg) else None},
         "counts": {"documents": len(docs), "chunks": len(chunks)},
         "chunk_ids_sha256": chunk_ids_hash(c.chunk_id for c in chunks),
         "documents_sha256": sha256_text("\n".join(f"{d.doc_id}\t{d.sha256}" for d in docs)),

@@ -93,7 +93,9 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
         vh.problems.append(f"BM25 index unreadable: {type(exc).__name__}: {str(exc)[:120]}")
     vh.problems += _check_vectors(vdir, manifest)
     store = check_collection(cfg, layout.chroma_dir, manifest)
-    if any("holds" not in p for p in store):  # missing: nothing to compare (a count that differs: the ids say how)
+    if manifest["chroma"]["collection"] is None:  # the version wrote none: nothing to compare
+        pass
+    elif any("holds" not in p for p in store):  # missing: nothing to compare (a count that differs: the ids say how)
         vh.problems += store
     else:
         try:

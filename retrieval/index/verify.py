@@ -79,10 +79,13 @@ def _check_tables(version_dir: Path, manifest: dict[str, Any]) -> list[str]:
 
 
 def check_collection(cfg: RagrigConfig, chroma_dir: Path, manifest: dict[str, Any]) -> list[str]:
-    """The version's Chroma collection exists and holds one vector per chunk."""
+    """The version's Chroma collection exists and holds one vector per chunk (nothing to check when the version
+    wrote none)."""
     from ragrig.retrieval.index.chroma import chroma_client, forget_client
 
     name = manifest["chroma"]["collection"]
+    if name is None:
+        return []
     if cfg.index.chroma.mode == "embedded" and not chroma_dir.is_dir():
         forget_client(cfg.index.chroma, chroma_dir)  # a client opened before the folder went serves stale state
         return [f"the Chroma store {chroma_dir} is missing (collection {name})"]

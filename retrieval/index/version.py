@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ragrig.configs.errors import IndexDamagedError, IndexNotFoundError
+from ragrig.configs.errors import IndexDamagedError, IndexNotFoundError, InputError
 from ragrig.configs.models import HnswConfig, RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
 from ragrig.retrieval.index import hnsw
@@ -175,13 +175,19 @@ class IndexVersion:
         return str(self.manifest["embedding"]["model_id"])
 
     @property
-    def collection_name(self) -> str:
-        return str(self.manifest["chroma"]["collection"])
+    def collection_name(self) -> str | None:
+        """The version's Chroma collection, or None: it wrote none (``chroma.writes_collection``)."""
+        name = self.manifest["chroma"]["collection"]
+        return None if name is None else str(name)
 
     def collection(self) -> Any:
         """The version's Chroma collection, checked to hold one vector per chunk."""
         from ragrig.retrieval.index.chroma import chroma_client
 
+        if self.collection_name is None:
+            raise InputError(f"index {self.layout.key}@{self.version} has no Chroma collection: only index.vector_search.mode: "
+                              "chroma or index.chroma.mode: http write one; run `ragrig ingest` with that setting "
+                              "(it writes a new version with one)")
         problems = check_collection(self.cfg, self.layout.chroma_dir, self.manifest)
         if problems:
             raise self.damaged(problems[0])

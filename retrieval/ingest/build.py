@@ -92,6 +92,21 @@ def discard(cfg: RagrigConfig, layout: Layout, version: str, staged: Path) -> No
         pass
 
 
+def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: list[Chunk], vectors: np.ndarray,
+                      dim: int, in_collection: set[str] | None) -> None:
+    client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
+    name = collection_name(layout.key, version)
+    if in_collection is None:
+        col = chroma.create_collection(client, name, dim)
+        rows = list(range(len(chunks)))
+    else:  # the workers wrote the new chunks; the ones carried over from the published version are left
+        col = client.get_collection(name, embedding_function=None)
+        rows = [i for i, c in enumerate(chunks) if c.chunk_id not in in_collection]
+    if rows:
+        chroma.add_vectors(col, [chunks[i].chunk_id for i in rows], vectors[rows],
+                           [chunk_metadata(chunks[i]) for i in rows], upsert=in_collection is not None)
+
+
 def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],
            vectors: np.ndarray, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
            mark: Callable[[str], None], in_collection: set[str] | None = None) -> None:
@@ -108,17 +123,8 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
         graph = hnsw.params(cfg.index.vector_search.hnsw)
         hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), graph_path(staged))
     mark("index:vectors")
-    client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
-    name = collection_name(layout.key, version)
-    if in_collection is None:
-        col = chroma.create_collection(client, name, dim)
-        rows = list(range(len(chunks)))
-    else:  # the workers wrote the new chunks; the ones carried over from the published version are left
-        col = client.get_collection(name, embedding_function=None)
-        rows = [i for i, c in enumerate(chunks) if c.chunk_id not in in_collection]
-    if rows:
-        chroma.add_vectors(col, [chunks[i].chunk_id for i in rows], vectors[rows],
-                           [chunk_metadata(chunks[i]) for i in rows], upsert=in_collection is not None)
+    if chroma.writes_collection(cfg):
+        _write_collection(cfg, layout, version, chunks, vectors, dim, in_collection)
     mark("index:chroma")
     write_config(staged, cfg)
     manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind, model_id=model_id,

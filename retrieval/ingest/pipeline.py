@@ -30,6 +30,7 @@ from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import hnsw, publish
+from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.format import read_manifest
 from ragrig.retrieval.index.layout import Layout
@@ -162,7 +163,8 @@ class IngestPipeline:
     def _outdated(self, version: str) -> str | None:
         """Why a whole published version cannot serve this config as it should: written before versions stored
         their vectors (so only Chroma's build-dependent search could answer), or without the HNSW graph this
-        config's vector search needs (readers would rebuild it on every open)."""
+        config's vector search needs (readers would rebuild it on every open), or without the Chroma collection
+        it asks for (``chroma.writes_collection``)."""
         manifest = read_manifest(self.layout.version_dir(version))
         stored = manifest.get("vectors")
         if not isinstance(stored, dict):
@@ -171,6 +173,8 @@ class IngestPipeline:
         if (search_kind(vs, manifest["counts"]["chunks"]) == "hnsw"
                 and stored.get("hnsw") != hnsw.params(vs.hnsw)):
             return "has no HNSW graph built with this config's parameters"
+        if writes_collection(self.cfg) and manifest["chroma"].get("collection") is None:
+            return "has no Chroma collection, which this config's index settings ask for"
         return None
 
     def _repair(self, version: str, problem: str) -> None:

@@ -85,6 +85,8 @@ def restore_store(cfg: RagrigConfig, layout: Layout, embedder: Embedder, cache: 
             out.lost.append(f"{version}: {problems[0]}")
             continue
         manifest = read_manifest(vdir)
+        if manifest["chroma"].get("collection") is None:  # it wrote none: nothing of it was in the store
+            continue
         chunks = read_chunks(vdir)
         model_id, dim = manifest["embedding"]["model_id"], int(manifest["embedding"]["dim"])
         shas = [c.sha256 for c in chunks]

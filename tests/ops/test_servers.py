@@ -72,9 +72,9 @@ def test_dask_runner_builds_the_same_index_as_threads(prefect_api, tmp_path, wri
         stats = run_ingest(load_config(None, over), None, over, progress=False)
         assert stats["published"]
         v = IndexVersion.current(load_config(None, over))
-        got = v.collection().get(include=["embeddings"])
-        order = np.argsort(got["ids"])
-        ids[runner] = [got["ids"][i] for i in order]
-        vecs[runner] = np.asarray(got["embeddings"])[order]
+        got = [c.chunk_id for c in v.chunks]
+        order = np.argsort(got)
+        ids[runner] = [got[i] for i in order]
+        vecs[runner] = np.asarray(v.vectors)[order]
     assert ids["local"] == ids["dask"] == sorted(ids["local"])
     assert np.allclose(vecs["local"], vecs["dask"], atol=1e-6)

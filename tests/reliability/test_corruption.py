@@ -96,7 +96,9 @@ def cli(args: list[str], capsys) -> tuple[int, str, str]:
 def indexed(tmp_path, write_files, make_config):
     corpus = write_files(tmp_path / "corpus", DOCS)
     cfg = make_config(corpus)
-    assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 0
+    # written by a config that reads Chroma, so the version has a collection to damage (the default writes none);
+    # everything after runs on the default config
+    assert main(["ingest", "--no-prefect", "-q", *sets(corpus), "--set", "index.vector_search.mode=chroma"]) == 0
     return cfg, corpus
 
 

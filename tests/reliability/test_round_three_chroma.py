@@ -40,7 +40,8 @@ def test_ingest_repairs_a_damaged_chroma_sqlite_from_the_version_and_the_embeddi
     corpus = write_files(tmp_path / "corpus", DOCS)
     cfg = make_config(corpus)
     layout = Layout(cfg)
-    assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 0
+    # a version written by a config that reads Chroma has a collection in the store (the default writes none)
+    assert main(["ingest", "--no-prefect", "-q", *sets(corpus), "--set", "index.vector_search.mode=chroma"]) == 0
     chroma.forget_client(cfg.index.chroma, layout.chroma_dir)  # as a new process: nothing cached, WAL merged
     store = layout.chroma_dir / "chroma.sqlite3"
     overwrite_page(store, 3)

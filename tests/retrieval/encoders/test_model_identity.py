@@ -140,8 +140,7 @@ def test_new_weights_at_the_same_path_are_re_embedded_or_refused(tmp_path, make_
     version = IndexVersion.current(cfg)
     assert version.model_id != old_id
     fresh = Embedder(cfg.embedding)
-    got = version.collection().get(include=["embeddings"])
-    stored = dict(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32)))
+    stored = dict(zip([c.chunk_id for c in version.chunks], np.asarray(version.vectors, dtype=np.float32)))
     for c in version.chunks:  # every stored vector is the new model's
         assert float(stored[c.chunk_id] @ fresh.encode([c.search_text])[0]) > 0.9999
     assert Retriever(cfg).search("dash move").hits  # queries are served again, in one space

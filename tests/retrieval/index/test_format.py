@@ -93,7 +93,11 @@ def test_tables_keywords_and_manifest_read_back_as_written(tmp_path, make_config
     lines = (tmp_path / CHUNKS).read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3 and json.loads(lines[1])["chunk_id"] == "a.md#1" and "Tïtle ☃" in lines[0]
     assert manifest["counts"] == {"documents": 2, "chunks": 3}
-    assert manifest["chroma"] == {"mode": "embedded", "collection": "k-1-v000007"}
+    assert manifest["chroma"] == {"mode": "embedded", "collection": None}  # nothing reads one (chroma.py)
+    reads = make_config(tmp_path, "index.vector_search.mode=chroma")
+    named = new_manifest(reads, version="v000007", index_key="k-1", corpus_kind="directory", model_id="m", dim=3,
+                         docs=DOCS, chunks=CHUNKS_)
+    assert named["chroma"] == {"mode": "embedded", "collection": "k-1-v000007"}
     assert manifest["embedding"] == {"model_id": "m", "dim": 3, "model": "all-MiniLM-L6-v2"}
     assert manifest["chunk_ids_sha256"] == hashlib.sha256(b"a.md#0\na.md#1\nb.md#0").hexdigest()
     assert manifest["documents_sha256"] == hashlib.sha256(b"a.md\tsha-a.md\nb.md\tsha-b.md").hexdigest()
@@ -131,7 +135,8 @@ def test_a_version_written_before_the_format_module_opens():
     assert len(bm25.search(bm25.tokenizer("engagement"), 5)) == 1
 
 
-def test_the_writer_reproduces_a_legacy_version_byte_for_byte(tmp_path, drop_added_settings):
+def test_the_writer_reproduces_a_legacy_version_byte_for_byte(tmp_path, drop_added_settings,
+                                                               legacy_writes_collection):
     """Same documents and chunks in, same files out: the tables, the keyword library, the config, and the
     manifest but for its time stamp."""
     from ragrig.retrieval.ingest.keyword_mining import build_library

@@ -19,7 +19,7 @@ DOCS = {
 @pytest.fixture
 def indexed(tmp_path, write_files, make_config, embedder):
     corpus = write_files(tmp_path / "corpus", DOCS)
-    cfg = make_config(corpus)
+    cfg = make_config(corpus, "index.vector_search.mode=chroma")  # health checks the collection too
     pipe = IngestPipeline(cfg)
     pipe.embedder = embedder
     assert pipe.run().published
@@ -27,7 +27,8 @@ def indexed(tmp_path, write_files, make_config, embedder):
 
 
 def sets(corpus) -> list[str]:
-    return ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
+    return ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]",
+            "--set", "index.vector_search.mode=chroma"]
 
 
 def test_healthy_index_passes(indexed, capsys):

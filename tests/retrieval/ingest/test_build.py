@@ -23,7 +23,7 @@ LEGACY = Path(__file__).resolve().parents[2] / "fixtures" / "index-v1"
 
 
 @pytest.fixture
-def legacy():
+def legacy(legacy_writes_collection):
     """The fixture's config (the home comes from RAGRIG_HOME), documents, chunks and one vector per chunk."""
     data = yaml.safe_load((LEGACY / "v000001" / "config.yaml").read_text())
     data.pop("flow")  # runner settings, renamed since (configs/models.py RENAMED); no part of what an index holds
@@ -99,3 +99,40 @@ def test_a_crash_inside_the_build_leaves_a_leftover_and_no_version(legacy):
     assert layout.published_versions() == [] and [p.name for p in layout.leftovers()] == [".tmp-v000001"]
     assert publish.sweep_leftovers(layout, cfg.index.chroma) == [".tmp-v000001", "legacy-10950c2f4f-v000001"]
     assert build(cfg, docs, chunks, vectors) == "v000001"  # the next run builds it whole
+
+
+def test_a_version_writes_a_chroma_collection_only_where_one_is_read(tmp_path, write_files, make_config):
+    """Default (vector search auto): no collection, the manifest says so, the version verifies and answers.
+    A config that reads Chroma (vector_search.mode: chroma) finds the version outdated, and the ingest writes a
+    new one with a collection; a no-collection version asked for its collection is one line."""
+    from ragrig.configs.errors import InputError
+    from ragrig.retrieval.index import chroma
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.search.retriever import Retriever
+
+    corpus = write_files(tmp_path / "corpus", {"a.md": "# Alpha\n\n## Move\n\nMove six inches.\n",
+                                               "b.md": "# Beta\n\n## Cover\n\nCover gives a save.\n"})
+    cfg = make_config(corpus)
+    assert not chroma.writes_collection(cfg)
+    stats = IngestPipeline(cfg, progress=False).run()
+    v = IndexVersion.current(cfg)
+    assert v.manifest["chroma"]["collection"] is None and v.collection_name is None
+    assert stats.seconds["index:chroma"] < 0.05  # nothing written
+    layout = Layout(cfg)
+    store = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
+    assert [n for n in chroma.list_collections(store) if n.startswith(layout.key)] == []
+    assert check_version(cfg, layout, "v000001", current=True).problems == []
+    assert Retriever(cfg).search("how far can I move").hits[0].doc_id == "a.md"
+    with pytest.raises(InputError, match=r"has no Chroma collection: only index.vector_search.mode: chroma or "
+                                         r"index.chroma.mode: http write one"):
+        v.collection()
+
+    reads = make_config(corpus, "index.vector_search.mode=chroma")
+    assert chroma.writes_collection(reads)
+    again = IngestPipeline(reads, progress=False).run()
+    assert again.version == "v000002" and again.chunks_embedded == 0  # vectors from the cache
+    assert any("has no Chroma collection" in w for w in again.warnings)
+    v2 = IndexVersion.current(reads)
+    assert v2.collection().count() == v2.manifest["counts"]["chunks"] == 2
+    assert Retriever(reads).search("how far can I move").hits[0].doc_id == "a.md"
+    assert IngestPipeline(reads, progress=False).run().version == "v000002"  # and now it is current

@@ -37,6 +37,13 @@ CHUNKS_PER_DOC = {"a.md": 3, "b.md": 3, "c.md": 1, "sub/d.md": 1}
 
 
 @pytest.fixture
+def make_config(make_config):
+    """This module checks every store a version writes against the others, the Chroma collection included, so
+    its configs write one (``index.vector_search.mode: chroma``; the default writes none: test_build.py)."""
+    return lambda corpus_dir=None, *sets, **kw: make_config(corpus_dir, "index.vector_search.mode=chroma", *sets, **kw)
+
+
+@pytest.fixture
 def corpus(tmp_path, write_files) -> Path:
     return write_files(tmp_path / "corpus", CORPUS)
 

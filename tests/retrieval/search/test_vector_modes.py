@@ -24,6 +24,7 @@ DOCS = {
                          "## Obscured\n\nA target in smoke cannot be seen beyond six inches.\n",
     "lore/wardens.md": "# Iron Wardens\n\nArmoured veterans who hold the line and never fall back.\n",
 }
+READ_BY_CHROMA = "index.vector_search.mode=chroma"  # the version then writes a collection for Chroma's search
 QUERIES = ["how far can I charge", "smoke blocks line of sight", "armoured veterans", "extra defence dice"]
 
 
@@ -51,7 +52,7 @@ def rankings(cfg, embedder, mode: str, filters: Filters | None = None) -> tuple[
 
 
 def test_every_search_gives_the_same_rankings_with_and_without_filters(ingested, embedder):
-    cfg, stats = ingested()
+    cfg, stats = ingested(READ_BY_CHROMA)
     assert stats.published
     v = IndexVersion.current(cfg)
     assert (v.dir / VECTORS).is_file() and v.manifest["vectors"]["hnsw"] is None  # 5 chunks: exact, no graph
@@ -87,7 +88,7 @@ def test_ingest_writes_the_graph_when_the_version_will_be_searched_approximately
 
 def test_a_version_without_stored_vectors_is_searched_by_chroma_and_rewritten_by_the_next_ingest(ingested,
                                                                                                    embedder):
-    cfg, _ = ingested()
+    cfg, _ = ingested(READ_BY_CHROMA)
     layout = Layout(cfg)
     vdir = layout.version_dir("v000001")
     (vdir / VECTORS).unlink()  # what a version written before vectors.npy looks like
@@ -97,7 +98,7 @@ def test_a_version_without_stored_vectors_is_searched_by_chroma_and_rewritten_by
     (vdir / MANIFEST).write_text(json.dumps(manifest))
     kind, hits = rankings(cfg, embedder, "auto")
     assert kind == "chroma" and all(hits)
-    _, stats = ingested()
+    _, stats = ingested(READ_BY_CHROMA)
     assert stats.published and any("was written before versions stored their vectors" in w for w in stats.warnings)
     assert stats.chunks_embedded == 0  # every vector came from the embedding cache
     v = IndexVersion.current(cfg)
