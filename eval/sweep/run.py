@@ -27,6 +27,7 @@ from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, load_testset
 from ragrig.eval.tracking.runs import log_report
 from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats, StageCall
 from ragrig.retrieval.search.memo import CandidateMemo
@@ -77,6 +78,12 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     return result
 
 
+def ingest_config(items: list[Item]) -> RagrigConfig:
+    """The config a group's shared index is ingested with: the first that reads a Chroma collection when any
+    does (``chroma.writes_collection``: the version then has the collection it reads), else the first."""
+    return next((cfg for _, _, cfg in items if writes_collection(cfg)), items[0][2])
+
+
 def _ingest(cfg: RagrigConfig, progress: bool) -> IngestStats:
     return IngestPipeline(cfg, progress=progress).run()
 
@@ -99,7 +106,7 @@ def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], 
     """Every index ingested here first, then one task per config through ``mapper``; the versions stay pinned
     (leased) here until every task is done. MLflow children: logged by the tasks to a tracking server, else
     here as each result returns (``remote.logs_in_tasks``)."""
-    versions = [_ingest_group(items[0][2], result, seen_texts, call, progress) for items in groups]
+    versions = [_ingest_group(ingest_config(items), result, seen_texts, call, progress) for items in groups]
     calls, logs = [], []
     for items, version in zip(groups, versions):
         for label, ov, cfg in items:
@@ -127,7 +134,7 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
     """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
     once, then evaluate (and log) every config on every test set."""
     cfg0 = items[0][2]
-    version = _ingest_group(cfg0, result, seen_texts, call, progress)
+    version = _ingest_group(ingest_config(items), result, seen_texts, call, progress)
     retriever = Retriever(cfg0, version)
     memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
     resolved = resolve_all(sets, version.documents_by_id)

@@ -118,3 +118,15 @@ def test_a_mapped_sweep_equals_the_plain_one(tmp_path, write_files, monkeypatch)
     kids = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{mapped.parent_run_id}'")
     assert sorted(k.info.run_id for k in kids) == sorted(r.run_id for r in mapped.rows)
     assert all(k.info.status == "FINISHED" for k in kids)
+
+
+def test_a_group_is_ingested_with_a_config_that_reads_chroma_when_one_does(make_config, tmp_path):
+    """Configs sharing an index where one searches Chroma: the index is ingested with that one, so the version
+    writes the collection it will read (the default writes none)."""
+    from ragrig.eval.sweep.run import ingest_config
+
+    plain = make_config(tmp_path, "retrieval.top_k=5")
+    reads = make_config(tmp_path, "index.vector_search.mode=chroma")
+    assert plain.ingest_hash() == reads.ingest_hash()  # one index
+    assert ingest_config([("a", {}, plain), ("b", {}, reads)]) is reads
+    assert ingest_config([("a", {}, plain), ("b", {}, plain)]) is plain
