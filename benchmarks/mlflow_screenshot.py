@@ -9,8 +9,6 @@ headless Chromium (Debian's `chromium`; not a project dependency, so this is a d
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +18,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procs import stop_group  # noqa: E402
 
 
 def free_port() -> int:
@@ -83,11 +83,7 @@ def main() -> None:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"{args.out}: run '{name}' ({run_id}) at {url}")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server)
 
 
 if __name__ == "__main__":

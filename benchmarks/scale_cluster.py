@@ -41,6 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from procs import stop_group  # noqa: E402
 OUT = ROOT / "benchmarks" / "results" / "scale_cluster.json"
 RAGRIG = Path(sys.executable).with_name("ragrig")
 DIM = 384
@@ -103,11 +104,7 @@ class Endpoint:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
+        stop_group(self.proc, grace_s=30)
 
 
 # ---- corpus, ingest, queries ------------------------------------------------------------------------------

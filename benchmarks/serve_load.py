@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procs import stop_group  # noqa: E402
 BIN = Path(sys.executable).parent / "ragrig"
 OUT = ROOT / "benchmarks" / "results"
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
@@ -65,12 +66,7 @@ def serve(args: list[str], env: dict[str, str], log: Path, timeout_s: float = 60
             time.sleep(0.2)
         yield m.group(1)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 def wait_until(cond: Any, timeout_s: float, what: str) -> None:

@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procs import stop_group  # noqa: E402
 BIN = Path(sys.executable).parent
 OUT = ROOT / "benchmarks" / "results" / "testset_lifecycle"
 
@@ -201,11 +202,7 @@ def prefect_scenario(work: Path, home: Path) -> list[str]:
     finally:
         for proc in (worker, server):
             if proc is not None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(timeout=20)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                stop_group(proc)
     print("\n".join(lines))
     return lines
 
