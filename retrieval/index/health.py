@@ -92,27 +92,32 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
     except Exception as exc:
         vh.problems.append(f"BM25 index unreadable: {type(exc).__name__}: {str(exc)[:120]}")
     vh.problems += _check_vectors(vdir, manifest)
-    store = check_collection(cfg, layout.chroma_dir, manifest)
-    if manifest["chroma"]["collection"] is None:  # the version wrote none: nothing to compare
-        pass
-    elif any("holds" not in p for p in store):  # missing: nothing to compare (a count that differs: the ids say how)
-        vh.problems += store
-    else:
-        try:
-            from ragrig.retrieval.index.chroma import chroma_client
-
-            col = chroma_client(cfg.index.chroma, layout.chroma_dir).get_collection(manifest["chroma"]["collection"])
-            got = col.get(include=[])["ids"]
-            if len(got) != len(set(got)):
-                vh.problems.append("duplicate ids in the Chroma collection")
-            if set(got) != set(ids):
-                missing, extra = set(ids) - set(got), set(got) - set(ids)
-                vh.problems.append(f"Chroma ids differ from the chunks table: {len(missing)} missing, "
-                                   f"{len(extra)} extra")
-        except Exception as exc:
-            vh.problems.append(f"Chroma collection: {exc}")
+    vh.problems += _check_store(cfg, layout, manifest, ids)
     vh.problems = list(dict.fromkeys(vh.problems))
     return vh
+
+
+def _check_store(cfg: RagrigConfig, layout: Layout, manifest: dict[str, Any], ids: list[str]) -> list[str]:
+    """The version's Chroma collection, when it wrote one: there, whole, and holding exactly the table's ids."""
+    name = manifest["chroma"]["collection"]
+    if name is None:  # the version wrote none: nothing to compare
+        return []
+    store = check_collection(cfg, layout.chroma_dir, manifest)
+    if any("holds" not in p for p in store):  # missing: nothing to compare (a count that differs: the ids say how)
+        return store
+    problems = []
+    try:
+        from ragrig.retrieval.index.chroma import chroma_client
+
+        got = chroma_client(cfg.index.chroma, layout.chroma_dir).get_collection(name).get(include=[])["ids"]
+        if len(got) != len(set(got)):
+            problems.append("duplicate ids in the Chroma collection")
+        if set(got) != set(ids):
+            missing, extra = set(ids) - set(got), set(got) - set(ids)
+            problems.append(f"Chroma ids differ from the chunks table: {len(missing)} missing, {len(extra)} extra")
+    except Exception as exc:
+        problems.append(f"Chroma collection: {exc}")
+    return problems
 
 
 def _check_vectors(vdir: Path, manifest: dict[str, Any]) -> list[str]:
