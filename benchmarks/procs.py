@@ -1,5 +1,5 @@
 """What the benchmarks that start servers share: stopping a child started with ``start_new_session=True``
-(its own process group) together with everything it started. (tests/ops/servers.py does the same for the
+(its own process group) together with everything it started. (tests/ops/servers.stop_group is the same for the
 tests, which do not import from benchmarks/.)"""
 
 from __future__ import annotations

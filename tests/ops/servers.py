@@ -19,6 +19,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the process group of ``proc`` (started with ``start_new_session=True``); SIGKILL it if ``proc``
+    has not exited after ``grace_s``."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @contextmanager
 def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path | None = None,
            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
@@ -40,13 +53,6 @@ def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path |
             time.sleep(0.5)
         yield proc
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_group(proc)
         if log:
             out.close()  # type: ignore[union-attr]

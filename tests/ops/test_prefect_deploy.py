@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from servers import free_port, server  # noqa: E402
+from servers import free_port, server, stop_group  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,9 +97,5 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
             assert "100 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]
             assert "eval-sample-rules" in artifacts and "version-diff" not in artifacts
         finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+            stop_group(worker, grace_s=20)
     assert (tmp_path / "home" / "mlflow" / "mlflow.db").exists()  # the triggered evaluation logged its run
