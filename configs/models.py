@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from ragrig.configs.redact import split_credentials
 
 # Bump when chunking, tokenisation or index layout change meaning: indexes get a new key (and are rebuilt,
 # with every unchanged text still served from the embedding cache). Extraction changes are tracked per
@@ -396,8 +397,8 @@ class RagrigConfig(Strict):
             del out["backend"]
         out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)
         endpoint = out.pop("endpoint")  # only an endpoint model's URL changes what an index holds
-        if out.get("backend") == "openai":
-            out["endpoint"] = endpoint["base_url"]
+        if out.get("backend") == "openai":  # without credentials: a new key is the same model at the same place
+            out["endpoint"] = split_credentials(endpoint["base_url"])[0]
         return out
 
     def ingest_hash(self) -> str:

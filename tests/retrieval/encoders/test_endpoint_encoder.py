@@ -102,7 +102,7 @@ def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypa
     stub.fail = [500, 500, 500]  # retries 2: three attempts, then one error naming the URL and the status
     with pytest.raises(RagrigError) as err:
         enc.encode(["y"])
-    assert str(err.value) == f"embedding endpoint {url}/embeddings: HTTP 500 (3 attempts)"
+    assert str(err.value) == f"embedding endpoint {url}/embeddings (model 'stub-embed-1'): HTTP 500 (3 attempts)"
     stub.fail = [401]  # a client error is not retried
     n = len(stub.requests)
     with pytest.raises(RagrigError, match="HTTP 401"):
