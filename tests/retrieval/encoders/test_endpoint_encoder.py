@@ -1,67 +1,21 @@
 """The OpenAI-compatible embeddings endpoint encoder against a loopback stub (mirroring conftest's llm_stub):
 batches, retries with back-off, the key only in the Authorization header, and an index built by a model the
-endpoint no longer serves refused. Plus ``embedding.device: auto``."""
+endpoint no longer serves refused (the stand-in: tests/ops/endpoint_stub.py). Plus ``embedding.device: auto``."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from ragrig.configs.errors import ModelMismatchError, RagrigError
 
+sys.path.insert(0, str(Path(__file__).parents[2] / "ops"))
+from endpoint_stub import embed_stub  # noqa: E402, F401 - the stand-in endpoint (tests/ops/endpoint_stub.py)
+
 SECRET = "sk-test-never-logged-42"
-
-
-class EmbedStub:
-    """Vectors are a function of (text, weights): changing ``weights`` is a server swapping its model."""
-
-    def __init__(self) -> None:
-        self.fail: list[int] = []  # statuses to answer before succeeding
-        self.weights = "v1"
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-
-    def vector(self, text: str) -> list[float]:
-        h = hashlib.sha256(f"{self.weights}:{text}".encode()).digest()
-        return [b / 255 - 0.5 for b in h[:8]]
-
-
-@pytest.fixture
-def embed_stub():
-    state = EmbedStub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            state.requests.append(body)
-            state.headers.append(dict(self.headers))
-            if state.fail:
-                status, payload = state.fail.pop(0), {"error": "busy"}
-            else:
-                status = 200
-                payload = {"data": [{"index": i, "embedding": state.vector(t)} for i, t in enumerate(body["input"])]}
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def config(url: str, **endpoint):
