@@ -99,10 +99,11 @@ class ChunkingConfig(Strict):
 class EndpointConfig(Strict):
     """``embedding.backend: openai``: an OpenAI-compatible embeddings endpoint (retrieval/encoders/endpoint_backend.py)."""
 
-    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://")
+    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://", description=(
+        "credentials in it (http://user:KEY@host/v1) are sent as HTTP basic auth and are no part of the model id"))
     api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                              description="the environment variable holding the key (never a file, never logged)")
-    timeout_s: float = Field(30.0, gt=0, le=600)
+    timeout_s: float = Field(30.0, gt=0, le=600, description="seconds for a whole request, headers and body")
     retries: int = Field(3, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0, le=60)
     window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
