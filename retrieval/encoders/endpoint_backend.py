@@ -7,9 +7,9 @@
   ``Authorization`` header: it is never in the config, the model id, a log line or an error. Credentials in
   ``base_url`` (``http://user:KEY@host/v1``) are sent as HTTP basic auth (``http_json.py``) and are no part
   of the endpoint's name: not of the model id, a message, a file or an answer.
-- Every answer is checked where it arrives: ``data`` a list of ``{"embedding": [numbers]}`` objects, one per
-  text, each vector as wide as the probe's, finite and not zero (``vector_check.py``). Anything else is one
-  error naming the endpoint, the model and what was wrong: never cached, never published, never ranked.
+- Every answer is checked where it arrives (``endpoint_answer.py``): ``data`` a list of ``{"embedding":
+  [numbers]}`` objects, one per text, each vector as wide as the probe's, finite and not zero. Anything else is
+  one error naming the endpoint, the model and what was wrong: never cached, never published, never ranked.
 - Identity: the model id holds the model name and the endpoint URL, and a **probe digest**: the sha256 of a
   fixed probe sentence's vector rounded to 3 decimals. A server that swaps the weights behind the same name
   gives another id, so the index built with the old model is refused (``Retriever``) and re-embedded by ingest,
@@ -32,7 +32,7 @@ from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import EmbeddingConfig
 from ragrig.configs.redact import split_credentials
 from ragrig.retrieval.http_json import post_json
-from ragrig.retrieval.vector_check import check_vector
+from ragrig.retrieval.encoders.endpoint_answer import vectors_of
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +82,11 @@ class EndpointEncoder:
         return vecs
 
     def _post(self, texts: list[str], width: int | None) -> list[np.ndarray]:
-        """The endpoint's vectors for ``texts``, each checked (``_vectors``) and ``width`` wide when given."""
+        """The endpoint's vectors for ``texts``, each checked (``endpoint_answer.py``) and ``width`` wide when
+        given."""
         body = self._request({"model": self.cfg.model, "input": texts})
         try:
-            return _vectors(body, len(texts), width)
+            return vectors_of(body, len(texts), width)
         except ValueError as exc:
             raise RagrigError(f"{self.where}: {exc}") from None
 
@@ -95,40 +96,3 @@ class EndpointEncoder:
                          timeout_s=self.ep.timeout_s, retries=self.ep.retries, backoff_s=self.ep.backoff_s,
                          where=self.where)
 
-
-def _vectors(body: Any, n: int, dim: int | None) -> list[np.ndarray]:
-    """The ``n`` vectors of an embeddings answer, in input order; ValueError saying what is wrong with it."""
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        raise ValueError("the response has no data list (want {\"data\": [{\"embedding\": [...]}, ...]})")
-    if len(data) != n:
-        raise ValueError(f"{len(data)} vectors for {n} texts")
-    rows: list[tuple[int, np.ndarray]] = []
-    for i, item in enumerate(data):
-        emb = item.get("embedding") if isinstance(item, dict) else None
-        if not isinstance(item, dict):
-            raise ValueError(f"data[{i}] is a {type(item).__name__}, not an object with an embedding")
-        if not isinstance(emb, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                for x in emb):
-            raise ValueError(f"data[{i}].embedding is {_kind(emb)}, not a list of numbers")
-        index = item.get("index", i)
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < n:
-            raise ValueError(f"data[{i}].index is {index!r}, not one of 0..{n - 1}")
-        rows.append((index, np.asarray(emb, dtype=np.float32)))
-    if len({i for i, _ in rows}) != n:
-        raise ValueError("data[].index repeats an index")
-    rows.sort(key=lambda r: r[0])
-    widths = sorted({len(v) for _, v in rows})
-    if len(widths) > 1:
-        raise ValueError(f"vectors of different widths in one answer ({', '.join(map(str, widths))} values)")
-    for index, vec in rows:
-        why = check_vector(vec, dim, normalized=False)
-        if why is not None:
-            raise ValueError(f"the vector for input {index} is unusable: {why}")
-    return [v for _, v in rows]
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "missing"
-    return f"a {type(value).__name__}" if not isinstance(value, list) else "a list with non-numbers"

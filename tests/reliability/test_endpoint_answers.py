@@ -66,7 +66,10 @@ RAGGED = {"data": [{"index": 0, "embedding": [0.1] * 8}, {"index": 1, "embedding
 @pytest.mark.parametrize("answer, what", [
     ({"data": [[0.1, 0.2], [0.3, 0.4]]}, "data[0] is a list, not an object with an embedding"),
     ({"data": [{"embedding": 1.0}, {"embedding": 2.0}]}, "data[0].embedding is a float, not a list of numbers"),
-    ({"data": [{"embedding": ["x"]}, {"embedding": ["y"]}]}, "data[0].embedding is a list with non-numbers"),
+    ({"data": [{"embedding": ["x"]}, {"embedding": ["y"]}]}, "data[0].embedding is a list holding other than numbers"),
+    ({"data": [{"embedding": [[1.0]]}, {"embedding": [[2.0]]}]}, "data[0].embedding is a list holding other than"),
+    ({"data": [{"embedding": [1.0, None]}, {"embedding": [2.0]}]}, "data[0].embedding is a list holding other than"),
+    ({"data": [{"embedding": [[1.0], [2.0, 3.0]]}, {"embedding": [2.0]}]}, "data[0].embedding is a list holding"),
     (RAGGED, "vectors of different widths in one answer (4, 8 values)"),
     (b'{"data": [\xff\xfe]}', "the response is not UTF-8 text (byte 0xff at offset 10)"),
     ({"data": {"embedding": [1.0]}}, "the response has no data list"),
