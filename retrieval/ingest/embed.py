@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.configs.errors import RagrigError
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.vector_check import first_bad_row
 

@@ -119,4 +119,5 @@ def test_a_key_in_the_url_or_the_environment_shows_nowhere(embed_stub, tmp_path,
     found |= {f"output {i}": leaks(t) for i, t in enumerate(texts)}
     found |= {"log records": leaks(caplog.text), "GET /health": leaks(health), "POST /retrieve": leaks(answer),
               "serve's log": leaks(served)}
+    print(f"{where}: {len(found)} files and texts grepped for both keys, {sum(map(bool, found.values()))} hits")
     assert {k: v for k, v in found.items() if v} == {}

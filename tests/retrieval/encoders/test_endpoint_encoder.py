@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -47,7 +49,9 @@ def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypa
     stub, url = embed_stub
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     waits: list[float] = []
-    monkeypatch.setattr(http_json.time, "sleep", waits.append)
+    # only http_json's clock: patching time.sleep itself would also record other threads' sleeps (a library's
+    # background thread left by an earlier test in the same process)
+    monkeypatch.setattr(http_json, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
     enc = EndpointEncoder(config(url, backoff_s=0.5, retries=2))
     stub.fail = [503, 429]  # two failures, then success: 3 attempts, waits 0.5 and 1.0 (doubling)
     caplog.set_level(logging.DEBUG)
