@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from ragrig.configs.redact import split_credentials
 
 # Bump when chunking, tokenisation or index layout change meaning: indexes get a new key (and are rebuilt,
 # with every unchanged text still served from the embedding cache). Extraction changes are tracked per
@@ -98,10 +99,11 @@ class ChunkingConfig(Strict):
 class EndpointConfig(Strict):
     """``embedding.backend: openai``: an OpenAI-compatible embeddings endpoint (retrieval/encoders/endpoint_backend.py)."""
 
-    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://")
+    base_url: str = Field("http://127.0.0.1:8080/v1", pattern=r"^https?://", description=(
+        "credentials in it (http://user:KEY@host/v1) are sent as HTTP basic auth and are no part of the model id"))
     api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                              description="the environment variable holding the key (never a file, never logged)")
-    timeout_s: float = Field(30.0, gt=0, le=600)
+    timeout_s: float = Field(30.0, gt=0, le=600, description="seconds for a whole request, headers and body")
     retries: int = Field(3, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0, le=60)
     window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
@@ -396,8 +398,8 @@ class RagrigConfig(Strict):
             del out["backend"]
         out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)
         endpoint = out.pop("endpoint")  # only an endpoint model's URL changes what an index holds
-        if out.get("backend") == "openai":
-            out["endpoint"] = endpoint["base_url"]
+        if out.get("backend") == "openai":  # without credentials: a new key is the same model at the same place
+            out["endpoint"] = split_credentials(endpoint["base_url"])[0]
         return out
 
     def ingest_hash(self) -> str:

@@ -38,6 +38,21 @@ def url_secrets(url: str) -> list[str]:
     return [s for s in dict.fromkeys(out) if len(s) >= 3]
 
 
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(``url`` without its user-info, the (user, password) it held or None): the credentials go to HTTP basic
+    auth, the bare URL everywhere else (a model id, a message), so no key rides along with the endpoint's name.
+    A URL without user-info comes back unchanged, character for character."""
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return bare, (unquote(user or ""), unquote(password or ""))
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret (longest first) and every URL's user-info masked."""
     for s in sorted({s for s in secrets if s}, key=len, reverse=True):

@@ -15,28 +15,15 @@ from pathlib import Path
 
 import numpy as np
 from ragrig.retrieval.cache.sqlite import IN_BATCH, SqliteCache, corrupt
+from ragrig.retrieval.vector_check import NORM_TOLERANCE, check_vector
 
-NORM_TOLERANCE = 1e-3  # a normalised float32 vector's norm is 1 to ~1e-6
+__all__ = ["NORM_TOLERANCE", "EmbeddingCache", "check_vector", "checksum"]
 
 
 def checksum(model: str, sha: str, dim: int, blob: bytes) -> str:
     h = hashlib.sha256(f"{model}\0{sha}\0{dim}\0".encode())
     h.update(blob)
     return h.hexdigest()[:32]
-
-
-def check_vector(vec: np.ndarray, dim: int | None, normalized: bool) -> str | None:
-    """Why ``vec`` is not a usable embedding, or None."""
-    if dim is not None and vec.shape[0] != dim:
-        return f"{vec.shape[0]} values, the model has {dim}"
-    if not np.isfinite(vec).all():
-        return "NaN or infinite values"
-    norm = float(np.linalg.norm(vec.astype(np.float64)))
-    if norm == 0.0:
-        return "a zero vector"
-    if normalized and abs(norm - 1.0) > NORM_TOLERANCE:
-        return f"norm {norm:.4g}, the model normalises to 1"
-    return None
 
 
 class EmbeddingCache(SqliteCache):

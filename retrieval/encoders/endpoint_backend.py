@@ -4,7 +4,12 @@
 - Timeouts, connection errors, 429 and 5xx are retried with exponential back-off (``endpoint.retries``,
   ``endpoint.backoff_s``); anything else is one error naming the URL and the status, never the key.
 - The API key is read from the environment variable ``endpoint.api_key_env`` names and sent only as the
-  ``Authorization`` header: it is never in the config, the model id, a log line or an error.
+  ``Authorization`` header: it is never in the config, the model id, a log line or an error. Credentials in
+  ``base_url`` (``http://user:KEY@host/v1``) are sent as HTTP basic auth (``http_json.py``) and are no part
+  of the endpoint's name: not of the model id, a message, a file or an answer.
+- Every answer is checked where it arrives (``endpoint_answer.py``): ``data`` a list of ``{"embedding":
+  [numbers]}`` objects, one per text, each vector as wide as the probe's, finite and not zero. Anything else is
+  one error naming the endpoint, the model and what was wrong: never cached, never published, never ranked.
 - Identity: the model id holds the model name and the endpoint URL, and a **probe digest**: the sha256 of a
   fixed probe sentence's vector rounded to 3 decimals. A server that swaps the weights behind the same name
   gives another id, so the index built with the old model is refused (``Retriever``) and re-embedded by ingest,
@@ -25,7 +30,9 @@ from typing import Any
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import EmbeddingConfig
+from ragrig.configs.redact import split_credentials
 from ragrig.retrieval.http_json import post_json
+from ragrig.retrieval.encoders.endpoint_answer import vectors_of
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +45,9 @@ class EndpointEncoder:
     def __init__(self, cfg: EmbeddingConfig) -> None:
         self.cfg = cfg
         self.ep = cfg.endpoint
-        self.url = self.ep.base_url.rstrip("/") + "/embeddings"
+        self._target = self.ep.base_url.rstrip("/") + "/embeddings"  # what is called: credentials and all
+        self.url = split_credentials(self._target)[0]  # what is shown
+        self.where = f"embedding endpoint {self.url} (model {cfg.model!r})"
         self._probe: np.ndarray | None = None
 
     @property
@@ -52,7 +61,7 @@ class EndpointEncoder:
     @property
     def probe(self) -> np.ndarray:
         if self._probe is None:
-            self._probe = self._post([PROBE])[0]
+            self._probe = self._post([PROBE], None)[0]
         return self._probe
 
     def probe_digest(self) -> str:
@@ -64,25 +73,26 @@ class EndpointEncoder:
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         rows: list[np.ndarray] = []
-        for lo in range(0, len(texts), self.cfg.batch_size):
-            rows += self._post(list(texts[lo : lo + self.cfg.batch_size]))
+        for lo in range(0, len(texts), self.cfg.batch_size):  # every batch as wide as the probe (or the first)
+            width = int(self._probe.shape[0]) if self._probe is not None else len(rows[0]) if rows else None
+            rows += self._post(list(texts[lo : lo + self.cfg.batch_size]), width)
         vecs = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
         if self.cfg.normalize and len(vecs):
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         return vecs
 
-    def _post(self, texts: list[str]) -> list[np.ndarray]:
+    def _post(self, texts: list[str], width: int | None) -> list[np.ndarray]:
+        """The endpoint's vectors for ``texts``, each checked (``endpoint_answer.py``) and ``width`` wide when
+        given."""
         body = self._request({"model": self.cfg.model, "input": texts})
         try:
-            data = sorted(body["data"], key=lambda d: d.get("index", 0))
-            vecs = [np.asarray(d["embedding"], dtype=np.float32) for d in data]
-        except (KeyError, TypeError, ValueError):
-            raise RagrigError(f"embedding endpoint {self.url}: the response has no data[].embedding") from None
-        if len(vecs) != len(texts):
-            raise RagrigError(f"embedding endpoint {self.url}: {len(vecs)} vectors for {len(texts)} texts")
-        return vecs
+            return vectors_of(body, len(texts), width)
+        except ValueError as exc:
+            raise RagrigError(f"{self.where}: {exc}") from None
 
     def _request(self, body: dict[str, Any]) -> dict[str, Any]:
         """The endpoint's answer (``retrieval/http_json.py``: retried with backoff, the key never in an error)."""
-        return post_json(self.url, body, key=os.environ.get(self.ep.api_key_env, ""), timeout_s=self.ep.timeout_s,
-                         retries=self.ep.retries, backoff_s=self.ep.backoff_s, where=f"embedding endpoint {self.url}")
+        return post_json(self._target, body, key=os.environ.get(self.ep.api_key_env, ""),
+                         timeout_s=self.ep.timeout_s, retries=self.ep.retries, backoff_s=self.ep.backoff_s,
+                         where=self.where)
+

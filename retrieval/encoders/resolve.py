@@ -4,6 +4,7 @@ the embedding cache and of an index's vectors: name, backend, quantisation, pool
 - a packaged name (``catalog.py``): its folder inside its package; identity: package name + version;
 - an existing local path: that folder; identity: the sha256 of its files (``identity.py``); backend ``auto``
   picks ONNX for a folder with ``model.onnx`` and no torch weights, sentence-transformers otherwise;
+- an endpoint (``backend: openai``): the model name and the endpoint's URL without its credentials;
 - anything else: a sentence-transformers hub name (needs a network or a warm Hugging Face cache); identity:
   the name, plus the cached snapshot's commit when there is one.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import EmbeddingConfig
+from ragrig.configs.redact import split_credentials
 from ragrig.retrieval.encoders.catalog import Packaged, packaged
 from ragrig.retrieval.encoders.identity import folder_digest, hub_revision
 from ragrig.retrieval.encoders.onnx_backend import folder_pooling, onnx_file, quantisation
@@ -55,8 +57,8 @@ def _folder_backend(folder: Path, wanted: str) -> str:
 
 def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
     if cfg.backend == "openai":  # endpoint_backend.py; the probe digest joins the id once the model answers
-        return ModelRef("openai", cfg.endpoint.base_url, f"{cfg.model} @ {cfg.endpoint.base_url.rstrip('/')}",
-                        ["openai-compatible"])
+        url = split_credentials(cfg.endpoint.base_url)[0]  # a key in the URL is no part of the model's name
+        return ModelRef("openai", url, f"{cfg.model} @ {url.rstrip('/')}", ["openai-compatible"])
     entry = packaged(cfg.model, cfg.backend)
     if entry is not None:
         if cfg.backend not in ("auto", entry.backend):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.configs.redact import url_credentials
 from ragrig.retrieval.documents import Chunk, Document, sha256_text
 from ragrig.retrieval.index.bm25_shards import shard_count
 from ragrig.retrieval.index.chroma import writes_collection
@@ -118,7 +119,9 @@ def read_keywords(version_dir: Path) -> dict[str, Any]:
 
 
 def write_config(version_dir: Path, cfg: RagrigConfig) -> None:
-    (version_dir / CONFIG).write_text(cfg.to_yaml(), encoding="utf-8")
+    """The resolved config, every URL's credentials masked (``http://***@host``): a version's files are read by
+    whoever can read the index, and the key is no part of what built it."""
+    (version_dir / CONFIG).write_text(url_credentials(cfg.to_yaml()), encoding="utf-8")
 
 
 # ---- file hashes -------------------------------------------------------------

@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import sha256_text
 from ragrig.retrieval.index.format import BM25_DIR, CHUNKS, DOCUMENTS, KEYWORDS, chunk_ids_hash, iter_jsonl
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
-from ragrig.retrieval.index.vectors import read_vectors, shape_problem
+from ragrig.retrieval.index.vectors import vectors_problem
 from ragrig.retrieval.index.verify import check_collection, check_files, load_manifest
 
 
@@ -91,7 +90,7 @@ def check_version(cfg: RagrigConfig, layout: Layout, version: str, current: bool
             vh.problems.append(f"BM25 index has {bm25.size} documents, the table {len(ids)} chunks")
     except Exception as exc:
         vh.problems.append(f"BM25 index unreadable: {type(exc).__name__}: {str(exc)[:120]}")
-    vh.problems += _check_vectors(vdir, manifest)
+    vh.problems += [p for p in [vectors_problem(vdir, manifest)] if p]
     vh.problems += _check_store(cfg, layout, manifest, ids)
     vh.problems = list(dict.fromkeys(vh.problems))
     return vh
@@ -118,22 +117,6 @@ def _check_store(cfg: RagrigConfig, layout: Layout, manifest: dict[str, Any], id
     except Exception as exc:
         problems.append(f"Chroma collection: {exc}")
     return problems
-
-
-def _check_vectors(vdir: Path, manifest: dict[str, Any]) -> list[str]:
-    """The stored vectors (versions that have them): one finite unit row per chunk at the manifest's width."""
-    if not isinstance(manifest.get("vectors"), dict):
-        return []
-    try:
-        vecs = read_vectors(vdir)
-    except (OSError, ValueError) as exc:
-        return [f"vectors unreadable: {type(exc).__name__}: {str(exc)[:120]}"]
-    problem = shape_problem(vecs, manifest)
-    if problem:
-        return [problem]
-    norms = np.linalg.norm(np.asarray(vecs, dtype=np.float64), axis=1) if vecs.size else np.zeros(0)
-    bad = int(np.sum(~np.isfinite(norms) | (np.abs(norms - 1) > 1e-3)))
-    return [f"vectors.npy has {bad} rows that are not finite unit vectors"] if bad else []
 
 
 def _check_documents(vdir: Path, manifest: dict[str, Any]) -> list[str]:

@@ -8,8 +8,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.vector_check import first_bad_row
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,10 @@ def embed_with_cache(
     Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
     texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
     to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
+
+    New vectors are verified as they are made, as cached ones are read (``vector_check.py``: the model's
+    width, finite, not zero, unit length for a normalising model): one that fails stops the ingest with one
+    line naming the model, before anything of that batch is cached or published.
 
     Cached vectors are verified first (checksum, length, finite, norm): one that fails is re-embedded like a
     miss, never used, and ``warn`` (and the log) get one line naming the cache and the reasons.
@@ -64,6 +70,7 @@ def embed_with_cache(
         part = items[i : i + chunk_size]
         vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
                                       on_batch=bar.update if bar is not None else None)
+        _verify_new(embedder, vecs)
         new = [(sha, v) for (sha, _), v in zip(part, vecs)]
         cache.put_many(embedder.id, new)
         cached.update(new)
@@ -74,3 +81,10 @@ def embed_with_cache(
     if not shas:
         return np.zeros((0, embedder.dim), dtype=np.float32), 0
     return np.vstack([cached[s] for s in shas]).astype(np.float32), len(items)
+
+
+def _verify_new(embedder: Embedder, vecs: np.ndarray) -> None:
+    bad = first_bad_row(np.asarray(vecs), embedder.dim, embedder.cfg.normalize)
+    if bad is not None:
+        raise RagrigError(f"embedding model {embedder.id}: a document vector is unusable ({bad[1]}); nothing "
+                          "of it was cached or published")

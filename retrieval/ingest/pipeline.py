@@ -34,7 +34,7 @@ from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.format import read_manifest
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.vectors import search_kind
+from ragrig.retrieval.index.vectors import search_kind, vectors_problem
 from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version, discard, staged_version
@@ -135,8 +135,9 @@ class IngestPipeline:
 
     def verify_current(self) -> str | None:
         """The published version this run may diff against and keep, checked against its manifest (file hashes,
-        counts, the Chroma collection): None when there is none, under ``--force``, or when it is damaged (a
-        CURRENT naming a missing version, a garbage manifest, a truncated table, a deleted store), in which
+        counts, the Chroma collection, its stored vectors' values as ``health`` checks them): None when there is
+        none, under ``--force``, or when it is damaged (a CURRENT naming a missing version, a garbage manifest,
+        a truncated table, a deleted store, NaN or zero vector rows an earlier build published), in which
         case this run rebuilds it from the corpus (the caches make that cheap) and says so."""
         with self.timed("verify"):
             current = self.layout.current_version()
@@ -147,6 +148,10 @@ class IngestPipeline:
             problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
             if problems and any(p.startswith("Chroma collection") for p in problems) and self.restore_damaged_store():
                 problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
+            if not problems:  # files as written, but values a search cannot use (NaN or zero rows, width 0)
+                vdir = self.layout.version_dir(current)
+                bad = vectors_problem(vdir, read_manifest(vdir))
+                problems = [bad] if bad else []
             if problems:
                 self._repair(current, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
                                                                  if len(problems) > 3 else ""))

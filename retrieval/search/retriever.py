@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from ragrig.configs.errors import IndexDamagedError, InputError, ModelMismatchError
+from ragrig.configs.errors import IndexDamagedError, InputError, ModelMismatchError, RagrigError
 from ragrig.configs.models import MAX_HOPS_MAX, TOP_K_MAX, RagrigConfig, RetrievalConfig
 from ragrig.retrieval.cache.queries import QueryCache
 from ragrig.retrieval.documents import Chunk
@@ -49,6 +49,7 @@ from ragrig.retrieval.search.shaping import adaptive_cut, expand_sections, pin_e
 from ragrig.retrieval.search.sources import Sources
 from ragrig.retrieval.search.vector_search import open_vector_search
 from ragrig.retrieval.search.views import VIEWS, ExactView, section_groups
+from ragrig.retrieval.vector_check import first_bad_row
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +109,28 @@ class Retriever:
     def terms(self) -> TermIndex:
         return TermIndex(self.version.keywords, self.chunks)
 
+    def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """The embedder's vectors for ``texts``, each checked where it is made: as wide as this version's
+        vectors, finite, not zero. A model that answers otherwise (an endpoint answering NaN, or serving another
+        model under the same name) is one error naming it and what was wrong, never a ranking."""
+        vecs = np.asarray(self.embedder.encode_queries(texts))
+        dim = int(self.version.manifest["embedding"]["dim"])
+        bad = first_bad_row(vecs, dim, normalized=False)
+        if bad is None:
+            return vecs
+        v = self.version
+        if vecs.ndim == 2 and vecs.shape[1] != dim:
+            raise RagrigError(f"embedding model {self.embedder.id} answers {vecs.shape[1]}-wide query vectors, but "
+                              f"index {v.layout.key}@{v.version} holds {dim}-wide ones: re-ingest (`ragrig ingest`)")
+        raise RagrigError(f"embedding model {self.embedder.id} gave an unusable vector for the query "
+                          f"{texts[bad[0]][:80]!r} ({bad[1]}): no ranking without it")
+
     @cached_property
     def calibration(self) -> Calibration:
         """The index's absolute relevance scale (made on first use: a floor needs it)."""
         titles = sample_titles(self.chunks)
         rows = sample_rows(len(self.chunks))
-        vecs = self.embedder.encode_queries([t for t, _ in titles]) if titles else np.zeros((0, 0))
+        vecs = self.query_vectors([t for t, _ in titles]) if titles else np.zeros((0, 0))
         return calibrate([d for _, d in titles], _unit(vecs), [self.chunks[r].doc_id for r in rows.tolist()],
                          _unit(self.sources.vectors_of(rows)))
 
@@ -342,7 +359,7 @@ class Retriever:
             t0 = time.perf_counter()
             fresh = list(dict.fromkeys(key[1] for key in todo if key[1] not in memo.vectors))
             if fresh:
-                memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+                memo.vectors.update(zip(fresh, self.query_vectors(fresh)))
             embed = (time.perf_counter() - t0) * 1000 / max(1, len(processed))
             t0 = time.perf_counter()
             if todo:
@@ -390,7 +407,7 @@ class Retriever:
                 if s == "section":
                     fresh = list(dict.fromkeys(x for x in texts if x not in memo.vectors))
                     if fresh:
-                        memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+                        memo.vectors.update(zip(fresh, self.query_vectors(fresh)))
                     view, qvecs = self.section_view, np.vstack([memo.vectors[x] for x in texts])
                 else:
                     view = self.second_view(str(r.views.second_model))
@@ -426,7 +443,7 @@ class Retriever:
             texts = [pq.text for pq in processed]
             fresh = list(dict.fromkeys(t for t in texts if t not in memo.vectors))
             if fresh:
-                memo.vectors.update(zip(fresh, self.embedder.encode_queries(fresh)))
+                memo.vectors.update(zip(fresh, self.query_vectors(fresh)))
             rows = np.unique(batch.rows[missing])
             chunk_vecs = dict(zip(rows.tolist(), _unit(self.sources.vectors_of(rows))))
             qvecs = _unit(np.vstack([memo.vectors[t] for t in texts]))

@@ -1,67 +1,23 @@
 """The OpenAI-compatible embeddings endpoint encoder against a loopback stub (mirroring conftest's llm_stub):
 batches, retries with back-off, the key only in the Authorization header, and an index built by a model the
-endpoint no longer serves refused. Plus ``embedding.device: auto``."""
+endpoint no longer serves refused (the stand-in: tests/ops/endpoint_stub.py). Plus ``embedding.device: auto``."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from ragrig.configs.errors import ModelMismatchError, RagrigError
 
+sys.path.insert(0, str(Path(__file__).parents[2] / "ops"))
+from endpoint_stub import embed_stub  # noqa: E402, F401 - the stand-in endpoint (tests/ops/endpoint_stub.py)
+
 SECRET = "sk-test-never-logged-42"
-
-
-class EmbedStub:
-    """Vectors are a function of (text, weights): changing ``weights`` is a server swapping its model."""
-
-    def __init__(self) -> None:
-        self.fail: list[int] = []  # statuses to answer before succeeding
-        self.weights = "v1"
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-
-    def vector(self, text: str) -> list[float]:
-        h = hashlib.sha256(f"{self.weights}:{text}".encode()).digest()
-        return [b / 255 - 0.5 for b in h[:8]]
-
-
-@pytest.fixture
-def embed_stub():
-    state = EmbedStub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            state.requests.append(body)
-            state.headers.append(dict(self.headers))
-            if state.fail:
-                status, payload = state.fail.pop(0), {"error": "busy"}
-            else:
-                status = 200
-                payload = {"data": [{"index": i, "embedding": state.vector(t)} for i, t in enumerate(body["input"])]}
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def config(url: str, **endpoint):
@@ -93,7 +49,9 @@ def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypa
     stub, url = embed_stub
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     waits: list[float] = []
-    monkeypatch.setattr(http_json.time, "sleep", waits.append)
+    # only http_json's clock: patching time.sleep itself would also record other threads' sleeps (a library's
+    # background thread left by an earlier test in the same process)
+    monkeypatch.setattr(http_json, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
     enc = EndpointEncoder(config(url, backoff_s=0.5, retries=2))
     stub.fail = [503, 429]  # two failures, then success: 3 attempts, waits 0.5 and 1.0 (doubling)
     caplog.set_level(logging.DEBUG)
@@ -102,7 +60,7 @@ def test_retries_with_backoff_then_gives_up_without_the_key(embed_stub, monkeypa
     stub.fail = [500, 500, 500]  # retries 2: three attempts, then one error naming the URL and the status
     with pytest.raises(RagrigError) as err:
         enc.encode(["y"])
-    assert str(err.value) == f"embedding endpoint {url}/embeddings: HTTP 500 (3 attempts)"
+    assert str(err.value) == f"embedding endpoint {url}/embeddings (model 'stub-embed-1'): HTTP 500 (3 attempts)"
     stub.fail = [401]  # a client error is not retried
     n = len(stub.requests)
     with pytest.raises(RagrigError, match="HTTP 401"):

@@ -1,0 +1,46 @@
+"""Whether one embedding is usable: the check every vector passes where it is made (an encoder's answer,
+ingest's new vectors, a query's vector) and where it is read back (the embedding cache)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+NORM_TOLERANCE = 1e-3  # a normalised float32 vector's norm is 1 to ~1e-6
+
+
+def check_vector(vec: np.ndarray, dim: int | None, normalized: bool) -> str | None:
+    """Why ``vec`` is not a usable embedding (``dim``: the width it must have; ``normalized``: it must be unit
+    length), or None."""
+    if vec.ndim != 1 or (dim is not None and vec.shape[0] != dim):
+        return f"{vec.shape[0] if vec.ndim == 1 else vec.shape} values, the model has {dim}"
+    if not vec.shape[0]:
+        return "an empty vector"
+    if not np.isfinite(vec).all():
+        return "NaN or infinite values"
+    norm = float(np.linalg.norm(vec.astype(np.float64)))
+    if norm == 0.0:
+        return "a zero vector"
+    if normalized and abs(norm - 1.0) > NORM_TOLERANCE:
+        return f"norm {norm:.4g}, the model normalises to 1"
+    return None
+
+
+def first_bad_row(vecs: np.ndarray, dim: int | None, normalized: bool) -> tuple[int, str] | None:
+    """(row, why) of the first row of ``vecs`` that ``check_vector`` refuses, or None: whole-array checks in
+    float32 first, then the exact check on the rows they suspect only."""
+    if vecs.ndim != 2:
+        return 0, f"an array of shape {vecs.shape}, not one row per text"
+    if not len(vecs):
+        return None
+    if (dim is not None and vecs.shape[1] != dim) or not vecs.shape[1]:
+        return 0, check_vector(vecs[0], dim, normalized) or "the wrong width"
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", vecs, vecs))  # float32 sums: 1e-6 off at most
+        ok = np.isfinite(vecs).all(axis=1) & (norms > 0)
+        if normalized:
+            ok &= np.abs(norms - 1.0) <= NORM_TOLERANCE
+    for row in np.flatnonzero(~ok).tolist():  # suspects: the exact check decides (float32 sums can underflow)
+        why = check_vector(vecs[row], dim, normalized)
+        if why is not None:
+            return row, why
+    return None
