@@ -16,18 +16,12 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly
 from ragrig.eval.report import EvalReport
 from ragrig.eval.stats import permutation_p
+from ragrig.eval.sweep.adapted import with_model
 from ragrig.eval.sweep.result import SweepRow
 from ragrig.retrieval.adapt.run import OnStep, adapt
 
 COMPARED = ("ndcg@10", "recall@10")  # tested per case; the first decides the verdict
 ALPHA = 0.05
-
-
-def with_model(cfg: RagrigConfig, folder: str) -> RagrigConfig:
-    """``cfg`` with ``embedding.model`` set to ``folder`` (validated like ``--set embedding.model=…``)."""
-    out = cfg.model_copy(deep=True)
-    out.embedding.model = folder
-    return out
 
 
 def compare_adapted(cfg: RagrigConfig, folder: str, *, progress: bool = False, log_mlflow: bool = True,

@@ -28,9 +28,9 @@ def register(sub: Any) -> None:
 
 def cmd_adapt(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.flows.render.adapt import print_adapt
-    from ragrig.retrieval.adapt.run import torch_model
+    from ragrig.retrieval.adapt.run import preflight
 
-    torch_model(cfg)  # a non-torch encoder: one line before anything loads
+    preflight(cfg)  # a non-torch encoder, no published index: one line before anything loads
     progress, compare = not args.quiet, not args.no_compare
     if args.no_prefect:
         from ragrig.eval.adapt import run_adapt

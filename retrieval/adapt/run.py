@@ -74,6 +74,18 @@ def torch_model(cfg: RagrigConfig) -> ModelRef:
     return ref
 
 
+def preflight(cfg: RagrigConfig) -> None:
+    """The one-line refusals, before any library loads: a non-torch encoder, no published index."""
+    from ragrig.configs.errors import IndexNotFoundError
+    from ragrig.retrieval.index.layout import Layout
+
+    torch_model(cfg)
+    layout = Layout(cfg)
+    if layout.current_version() is None and not layout.current_file.exists():
+        raise IndexNotFoundError(f"no published index for this config (looked in {layout.index_dir}); run "
+                                 "`ragrig ingest` first (adapt learns from the published version)")
+
+
 def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
     """Open the published version, make its pairs, and decide the target folder."""
     from ragrig.retrieval.embedding import model_id
