@@ -34,12 +34,17 @@ def materialize(items: list[tuple[str, dict[str, Any], RagrigConfig]], call: Any
                 progress: bool) -> list[tuple[str, dict[str, Any], RagrigConfig]]:
     """``items`` with every adapted candidate's encoder trained (or found) and set."""
     from ragrig.retrieval.adapt.run import adapt
-    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     out = []
     for label, ov, cfg in items:
         if wants_adapt(ov):
-            call("ingest", lambda c: IngestPipeline(c, progress=progress).run(), cfg)  # a no-op when current
+            call("ingest", _ingest, cfg, progress)  # the base index adapt learns from (a no-op when current)
             cfg = with_model(cfg, adapt(cfg, None, progress=progress, stage=call).model)
         out.append((label, ov, cfg))
     return out
+
+
+def _ingest(cfg: RagrigConfig, progress: bool) -> Any:
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+
+    return IngestPipeline(cfg, progress=progress).run()

@@ -91,21 +91,35 @@ def _first_pieces(chunks: Sequence[Chunk]) -> list[Chunk]:
     return [c for c in chunks if c.part <= 1 and c.header_path]
 
 
-def _defines(term: dict[str, Any], title: str) -> bool:
-    t, kind = str(term["term"]).casefold(), term.get("kind")
-    title = title.casefold()
-    if kind == "parameterized":
-        return re.fullmatch(re.escape(t) + r"\s+" + SLOT + r"(?:\"|”|″| inch(?:es)?)?", title) is not None
-    if kind == "part":
-        return re.search(r"(?:^|\s[-–—]\s)" + re.escape(t) + r"(?:$|\s[-–—]\s)", title) is not None
-    return title == t
+_PARAM = re.compile(r"(.+?)\s+" + SLOT + r"(?:\"|”|″| inch(?:es)?)?")
+_SIDES = re.compile(r"\s[-–—]\s")
+
+
+def _definitions(heads: Sequence[Chunk]) -> dict[tuple[str, str], list[Chunk]]:
+    """(term kind, casefolded term) -> the sections whose header defines such a term: its whole title (phrase),
+    its title before a value slot ("Lethal x+": parameterized), or one side of "A - B" (part). One pass over the
+    headers, so the lookup per library term is a dict access."""
+    out: dict[tuple[str, str], list[Chunk]] = {}
+    for c in heads:
+        title = c.header_path[-1].casefold()
+        keys = [("phrase", title)]
+        m = _PARAM.fullmatch(title)
+        if m:
+            keys.append(("parameterized", m.group(1)))
+        sides = _SIDES.split(title)
+        if len(sides) > 1:
+            keys += [("part", side.strip()) for side in sides]
+        for key in dict.fromkeys(keys):
+            out.setdefault(key, []).append(c)
+    return out
 
 
 def keyword_section(chunks: Sequence[Chunk], library: dict[str, Any]) -> list[Pair]:
-    heads = _first_pieces(chunks)
+    defs = _definitions(_first_pieces(chunks))
     out = []
     for term in library.get("terms", []):
-        found = [c for c in heads if _defines(term, c.header_path[-1])]
+        kind = term.get("kind") if term.get("kind") in ("parameterized", "part") else "phrase"
+        found = defs.get((kind, str(term["term"]).casefold()), [])
         if not found or len(found) > MAX_TERM_SECTIONS:
             continue
         for c in found:

@@ -113,7 +113,11 @@ def test_hard_negatives_come_from_other_sections() -> None:
     assert by_anchor["Combat"] == (body(GRAPPLE), body(ESCAPE))  # its own section (index 0) skipped
     assert by_anchor["Combat > Grappling"] == (body(COMBAT), body(ESCAPE))
     assert negatives.mine(pairs, chunks, search, 0) == pairs
-    assert negatives.mine(pairs, chunks, lambda t, k: [0], 1)[0].anchor != "Combat"  # too few found: dropped
+    topped = negatives.mine(pairs, chunks, lambda t, k: [], 3)  # BM25 found nothing: other sections top it up
+    assert [len(p.negatives) for p in topped] == [3] * len(pairs)
+    assert all(p.positive not in p.negatives for p in topped)
+    assert negatives.mine(pairs, chunks, lambda t, k: [], 3) == topped  # from a place fixed by the anchor
+    assert negatives.mine(pairs, chunks, search, 4) == []  # 4 sections: 3 others at most, every pair dropped
 
 
 def test_hard_negatives_from_the_versions_bm25() -> None:
