@@ -95,8 +95,8 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
             args = SentenceTransformerTrainingArguments(
                 output_dir=scratch, num_train_epochs=recipe.epochs, per_device_train_batch_size=recipe.batch_size,
                 learning_rate=recipe.lr, warmup_steps=float(recipe.warmup_ratio), lr_scheduler_type="linear",
-                seed=recipe.seed, data_seed=recipe.seed, full_determinism=True, batch_sampler=BatchSamplers.NO_DUPLICATES,
-                dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
+                seed=recipe.seed, data_seed=recipe.seed, full_determinism=True,
+                batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
                 eval_strategy="no", report_to="none", disable_tqdm=not progress, use_cpu=device == "cpu",
             )
             trainer = _trainer_class(SentenceTransformerTrainer)(model=model, args=args, train_dataset=data,
