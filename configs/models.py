@@ -109,6 +109,43 @@ class EndpointConfig(Strict):
     window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
 
 
+PairKind = Literal["header_body", "cloze", "keyword_section", "parent_child"]
+PAIR_KINDS: tuple[str, ...] = typing.get_args(PairKind)
+
+
+class AdaptConfig(Strict):
+    """``ragrig adapt``'s recipe (retrieval/adapt/, docs/adapt.md): a self-supervised fine-tune of the torch encoder
+    on pairs made from the published index version's structure (no test case, no label, no LLM). Not part of the
+    index identity: the adapted model is used only through ``embedding.model: <its folder>``."""
+
+    pairs: list[PairKind] = Field(
+        default_factory=lambda: ["header_body", "cloze"], min_length=1, description=(
+            "pair kinds: header_body (a section's header path -> its body), cloze (one sentence of a body -> the "
+            "rest: the inverse cloze task), keyword_section (a keyword-library term -> the section that defines it), "
+            "parent_child (a parent header -> a child section)"))
+    max_pairs: int | None = Field(None, ge=1, description="at most this many pairs, sampled by seed; null: all")
+    hard_negatives: int = Field(0, ge=0, le=8, description="BM25-mined negatives per pair from other sections")
+    epochs: float = Field(1.0, gt=0, le=100)
+    lr: float = Field(3e-5, gt=0, le=1)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1, description="share of the steps the learning rate warms up over")
+    batch_size: int = Field(32, ge=2, le=65536, description="pairs per step (the in-batch negatives)")
+    max_tokens: int = Field(256, ge=16, le=8192, description="the model's max_seq_length while training and after")
+    seed: int = Field(0, ge=0)
+    loss: Literal["mnrl", "cached_mnrl"] = Field("mnrl", description=(
+        "in-batch negatives ranking loss; cached_mnrl: the same loss in mini-batches (GradCache): big batches "
+        "in little memory"))
+    symmetric: bool = Field(True, description="also rank the anchors for each positive (symmetric loss)")
+    mini_batch_size: int = Field(32, ge=1, le=65536, description="cached_mnrl: texts per forward pass")
+    scale: float = Field(20.0, gt=0, le=1000, description="the similarity scale (inverse temperature)")
+
+    @field_validator("pairs")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) < len(v):
+            raise ValueError(f"pair kinds listed twice: {v}")
+        return v
+
+
 class EmbeddingConfig(Strict):
     model: str = "all-MiniLM-L6-v2"
     backend: Literal["auto", "torch", "onnx", "openai"] = Field(
@@ -120,6 +157,7 @@ class EmbeddingConfig(Strict):
     query_prefix: str | None = Field(None, description="null: the model's own (bge v1.5: its retrieval instruction)")
     document_prefix: str = ""
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig)
+    adapt: AdaptConfig = Field(default_factory=AdaptConfig)
 
 
 class Bm25Config(Strict):
@@ -393,7 +431,7 @@ class RagrigConfig(Strict):
         return out
 
     def _embedding_fingerprint(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device")}
+        out = {k: v for k, v in self.embedding.model_dump().items() if k not in ("batch_size", "device", "adapt")}
         if out["backend"] == "auto":  # the default keys as configs written before the setting did
             del out["backend"]
         out["query_prefix"] = out["query_prefix"] or ""  # likewise for null (the prefix changes no stored vector)

@@ -22,7 +22,7 @@ PACKAGES = ("configs", "retrieval", "eval", "tasks", "flows", "ragrig")
 LAYERS = [
     ("configs",),
     ("retrieval",),  # the leaves: documents, results, markdown, keywords, tokenize, headers, embedding, context...
-    ("retrieval.cache", "retrieval.index", "retrieval.ingest", "retrieval.multihop"),
+    ("retrieval.adapt", "retrieval.cache", "retrieval.index", "retrieval.ingest", "retrieval.multihop"),
     ("retrieval.search",),
     ("retrieval.serve",),  # the retriever over HTTP (FastAPI; no rich, no Prefect): above the search it serves
     ("eval",),

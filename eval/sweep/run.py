@@ -20,6 +20,7 @@ from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
 from ragrig.eval.report import EvalReport
+from ragrig.eval.sweep.adapted import materialize
 from ragrig.eval.sweep.parent import child_options, finish_parent, start_parent
 from ragrig.eval.sweep.remote import evaluate_config, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
@@ -52,6 +53,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     call = stage or call_directly
     t0 = time.perf_counter()
     configs = configs if configs is not None else resolve(spec, extra)
+    configs = materialize(configs, call, progress)  # adapted candidates (embedding.adapt: true): trained or found
     result = SweepResult(spec.name, spec.metric)
     paths = spec.testsets or configs[0][2].eval.testsets
     if not paths:

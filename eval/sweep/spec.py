@@ -14,6 +14,7 @@ from ragrig.configs.load import load_config
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
 from ragrig.eval.metrics import HEADLINE
+from ragrig.eval.sweep.adapted import config_overrides
 
 
 class SweepSpec(BaseModel):
@@ -85,7 +86,7 @@ def resolve(spec: SweepSpec, extra: list[str] | None = None) -> Resolved:
     """Validate every config before any work (a bad value fails the sweep at once, naming the config)."""
     out = []
     for label, ov in expand(spec):
-        sets = [*spec.set, *(extra or []), *(f"{k}={fmt_value(v)}" for k, v in ov.items())]
+        sets = [*spec.set, *(extra or []), *(f"{k}={fmt_value(v)}" for k, v in config_overrides(ov).items())]
         try:
             cfg = load_config(spec.base, sets)
         except InputError as exc:

@@ -1,7 +1,7 @@
 """The ``ragrig`` command line. Exit codes: 0 ok, 1 run/gate failed, 2 bad input, 3 locked.
 
 One module per command group (``ingest``, ``query``, ``serve``, ``evaluate``: eval and run, ``compare``: compare
-and gate, ``sweep``, ``tune``, ``index``: health, validate and reset, ``testsets``: import-beir and testset check/draft,
+and gate, ``sweep``, ``tune``, ``adapt``, ``index``: health, validate and reset, ``testsets``: import-beir and testset check/draft,
 ``diff``: two index versions); each registers its
 subcommands. Every command takes ``--config FILE`` and ``--set key.path=value``; ``main`` loads the config
 once and hands it to the command. Heavy imports (Prefect, torch, Chroma) happen after the config is
@@ -15,10 +15,10 @@ import sys
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
-from ragrig.flows.cli import compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
+from ragrig.flows.cli import adapt, compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
 from ragrig.flows.cli.common import quiet_env, runner_overrides
 
-GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, index, testsets, diff)  # the order of `ragrig --help`
+GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, adapt, index, testsets, diff)  # the order of `ragrig --help`
 
 
 def build_parser() -> argparse.ArgumentParser:

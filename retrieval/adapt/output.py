@@ -1,0 +1,93 @@
+"""Where an adapted model goes, and placing it there whole or not at all.
+
+The default folder is ``<home>/models/<index key>-<version>-<recipe hash>/``; the recipe hash covers the
+recipe (``embedding.adapt``), the base model's id and the version's content (its chunks' hashes), so a folder that
+exists is the same training's result and is reused (``ragrig tune``'s adapted candidates train once per index).
+The model is written to a hidden temp folder beside the target and renamed into place at the end: an interrupted
+run leaves no partial folder (a leftover temp folder is removed by the next run for that target).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.documents import Chunk
+
+ADAPT_VERSION = 1  # bump when pairs or training change meaning: cached folders are not reused across it
+RECORD = "ragrig_adapt.json"  # inside the model folder: what made it (no timings: the folder stays reproducible)
+
+
+def corpus_digest(chunks: Sequence[Chunk]) -> str:
+    """The version's content: its chunks' text hashes in order (12 hex digits)."""
+    return hashlib.sha256("\n".join(c.sha256 for c in chunks).encode()).hexdigest()[:12]
+
+
+def recipe_hash(cfg: RagrigConfig, base_model_id: str, corpus: str) -> str:
+    blob = json.dumps({"adapt": cfg.embedding.adapt.model_dump(), "base": base_model_id, "corpus": corpus,
+                       "version": ADAPT_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def default_dir(cfg: RagrigConfig, index_key: str, version: str, digest: str) -> Path:
+    return cfg.home_dir / "models" / f"{index_key}-{version}-{digest}"
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    """The record of a complete adapted folder, or None (not one of ours, or unreadable)."""
+    try:
+        data = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _temp(target: Path) -> Path:
+    return target.parent / f".tmp-{target.name}-{os.getpid()}"
+
+
+def clear_leftovers(target: Path) -> None:
+    for p in target.parent.glob(f".tmp-{target.name}-*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+@contextmanager
+def placed(target: Path, replace: bool) -> Iterator[Path]:
+    """Yield a temp folder path (not created) to write the model into; on success it is renamed to ``target``
+    (an existing ``target`` only with ``replace``: moved aside, then removed); on any failure or interrupt it
+    is removed and ``target`` is untouched."""
+    if target.exists() and not replace:
+        raise InputError(f"--output {target} exists; remove it, choose another folder, or pass --force")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {target.parent}: {exc.strerror or exc}") from None
+    clear_leftovers(target)
+    tmp = _temp(target)
+    try:
+        yield tmp
+        if not tmp.is_dir():
+            raise RuntimeError(f"training wrote no model folder at {tmp}")
+        old = None
+        if target.exists():
+            old = target.parent / f".old-{target.name}-{os.getpid()}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_record(folder: Path, record: dict[str, Any]) -> None:
+    (folder / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+

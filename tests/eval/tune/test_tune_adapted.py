@@ -1,0 +1,54 @@
+"""An adapted candidate in a tune space (``embedding.adapt: true``): validated with the others, kept apart from
+the default it equals before training, and trained (or found) into the default folder before any evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragrig.eval.sweep import adapted
+from ragrig.eval.tune.space import load_space, resolve_space
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_adapt_flag_is_not_a_config_value_and_the_candidate_stays(tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text("name: s\nset: [eval.ragas=false]\nconfigs:\n  - {embedding.adapt: true}\n"
+                     "  - {embedding.adapt: true, embedding.adapt.epochs: 2}\n  - {embedding.adapt: false}\n")
+    items = resolve_space(load_space(space))
+    labels = [label for label, _, _ in items]
+    assert labels == ["default", "adapt=true", "adapt=true, epochs=2"]  # adapt: false is the default itself
+    default, plain, two = (cfg for _, _, cfg in items)
+    assert plain.embedding == default.embedding  # the same config until materialize trains it
+    assert two.embedding.adapt.epochs == 2.0
+
+
+def test_every_shipped_corpus_space_has_the_second_encoder_and_adapted_candidates() -> None:
+    for name in ("pydantic-docs", "scifact", "scifact-one-index", "srd", "sample-adapt"):
+        configs = load_space(ROOT / "configs" / "tune" / f"{name}.yaml").configs
+        assert {"retrieval.fusion.weights.vector2": 1.0, "retrieval.views.second_model": "bge-small-en-v1.5"} in configs
+        assert {"embedding.adapt": True} in configs, name
+        assert any(adapted.wants_adapt(c) and "retrieval.views.second_model" in c for c in configs), name
+
+
+def test_materialize_trains_only_adapted_candidates_into_the_default_folder(make_config, monkeypatch) -> None:
+    from ragrig.retrieval.adapt import run
+
+    cfg = make_config()
+    seen: list[tuple[str, object]] = []
+
+    class Result:
+        model = "/models/sample-k-v000001-abc"
+
+    def fake_adapt(c, out, *, progress, stage):
+        seen.append(("adapt", out))
+        return Result()
+
+    monkeypatch.setattr(run, "adapt", fake_adapt)
+    calls: list[str] = []
+    items = [("default", {}, cfg), ("adapt=true", {"embedding.adapt": True}, cfg)]
+    out = adapted.materialize(items, lambda name, fn, *a: calls.append(name), progress=False)
+    assert out[0][2] is cfg
+    assert out[1][2].embedding.model == "/models/sample-k-v000001-abc"
+    assert out[1][2].index_key() != cfg.index_key()  # its own index, embedded by the adapted model
+    assert calls == ["ingest"] and seen == [("adapt", None)]  # out=None: the cached default folder

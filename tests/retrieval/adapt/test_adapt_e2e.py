@@ -1,0 +1,109 @@
+"""``ragrig adapt --no-prefect`` on the sample corpus with a tiny recipe (16 pairs, batches of 8, 32 tokens): the
+folder loads as an ordinary sentence-transformers model with its own content id, two runs write the same bytes,
+the JSON and the MLflow run hold what they should, the comparison ingests and evaluates the adapted model, and
+``--set embedding.model=<folder>`` works for eval; the training reads no test set."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from ragrig.flows.cli import main
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[3]
+TESTSET = ROOT / "datasets" / "testsets" / "sample.yaml"
+TINY = ["--set", "embedding.adapt.max_pairs=16", "--set", "embedding.adapt.batch_size=8",
+        "--set", "embedding.adapt.max_tokens=32", "--set", "eval.ragas=false"]
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, monkeypatch, capsys) -> None:
+    from ragrig.configs.load import load_config
+    from ragrig.configs.models import EmbeddingConfig
+    from ragrig.retrieval.embedding import model_id
+
+    assert main(["ingest", "--no-prefect", "-q", *TINY]) == 0
+    first, out_json = tmp_path / "m1", tmp_path / "a.json"
+    assert main(["adapt", "--no-prefect", "-q", *TINY, "--output", str(first), "--output-json", str(out_json)]) == 0
+    printed = capsys.readouterr().out
+    assert str(first) in printed and f"--set embedding.model={first}" in printed
+
+    result = json.loads(out_json.read_text())
+    assert result["model"] == str(first) and result["pairs"] == 16 and result["steps"] == 2  # 16 pairs / 8
+    assert result["seconds"] > 0 and len(result["losses"]) == 2 and not result["reused"]
+    assert sum(result["pair_counts"].values()) == 16 and set(result["pair_counts"]) >= {"header_body", "cloze"}
+    cmp = result["compare"]
+    assert [r["label"] for r in cmp["rows"]] == ["base", "adapted"] and cmp["cases"] == 100
+    base_key, adapted_key = (r["index_key"] for r in cmp["rows"])
+    assert base_key != adapted_key  # the adapted model was ingested into its own index and evaluated there
+    assert set(cmp["tests"]) == {"ndcg@10", "recall@10"} and 0 <= cmp["tests"]["ndcg@10"]["p"] <= 1
+    assert "verdict (nDCG@10): the adapted model is" in printed
+
+    # an ordinary sentence-transformers folder, identified by its content like any local folder
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(first), device="cpu")
+    assert model.max_seq_length == 32 and model.encode(["grapple"]).shape == (1, 384)
+    adapted_id, base_id = model_id(EmbeddingConfig(model=str(first))), model_id(EmbeddingConfig())
+    assert "sha256:" in adapted_id and adapted_id != base_id and result["base_model"] == base_id
+
+    # the MLflow run: the recipe and pair counts, the loss at every step, the base model and corpus version
+    from mlflow.tracking import MlflowClient
+    from ragrig.eval.tracking.store import ensure_experiment
+
+    cfg = load_config(overrides=TINY[1::2])
+    exp = ensure_experiment(cfg)
+    client = MlflowClient()
+    [run] = client.search_runs([exp], "tags.`ragrig.command` = 'adapt'")
+    assert run.info.run_id == result["mlflow_run_id"]
+    assert run.data.params["adapt.max_pairs"] == "16" and run.data.params["adapt.lr"] == "3e-05"
+    assert int(run.data.params["adapt.pairs.header_body"]) == result["pair_counts"]["header_body"]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [1, 2]
+    assert run.data.tags["ragrig.adapt.base_model"] == base_id
+    assert run.data.tags["ragrig.adapt.corpus_version"] == f"{result['index_key']}@{result['version']}"
+
+    # --set embedding.model=<folder>: eval uses it (its index was ingested by the comparison above)
+    ev = tmp_path / "eval.json"
+    assert main(["eval", "--no-prefect", *TINY, "--set", f"embedding.model={first}", "--output-json", str(ev)]) == 0
+    report = json.loads(ev.read_text())
+    assert report["model_id"] == adapted_id and report["index_key"] == adapted_key
+
+    # a second run: the same bytes in every file; and the training opens no test set
+    real_open, real_io_open = builtins.open, io.open
+
+    def trapped(file, *a, **k):
+        if Path(str(file)).resolve() == TESTSET.resolve() if isinstance(file, (str, Path)) else False:
+            raise AssertionError(f"adapt opened the test set {file}")
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", trapped)
+    monkeypatch.setattr(io, "open", trapped)
+    second = tmp_path / "m2"
+    assert main(["adapt", "--no-prefect", "-q", "--no-compare", *TINY, "--output", str(second)]) == 0
+    monkeypatch.undo()
+    assert digests(first) == digests(second)
+    assert "ragrig_adapt.json" in digests(first) and "model.safetensors" in digests(first)
+
+
+def test_the_pairs_hold_no_test_case_text(ragrig_home: Path) -> None:
+    import yaml
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.adapt.run import prepare
+    from ragrig.retrieval.ingest.pipeline import IngestPipeline
+
+    cfg = load_config(overrides=["embedding.adapt.pairs=[header_body, cloze, keyword_section, parent_child]"])
+    IngestPipeline(cfg, progress=False).run()
+    prep = prepare(cfg)
+    queries = {c["query"].casefold().strip() for c in yaml.safe_load(TESTSET.read_text())["cases"]}
+    texts = {t.casefold().strip() for p in prep.pairs for t in (p.anchor, p.positive)}
+    assert len(prep.pairs) > 100 and not queries & texts
+    assert all(q not in t for q in queries for t in texts if len(q) > 30)

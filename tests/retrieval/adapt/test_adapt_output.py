@@ -1,0 +1,94 @@
+"""Where an adapted model goes: whole or not at all, reused only when it is the same training, and the recipe
+kept out of the index identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ragrig.configs.errors import InputError
+from ragrig.retrieval.adapt import output, run
+from ragrig.retrieval.adapt.pairs import Pair
+
+
+def test_an_interrupt_leaves_no_partial_folder(tmp_path: Path) -> None:
+    target = tmp_path / "models" / "m"
+    with pytest.raises(KeyboardInterrupt):
+        with output.placed(target, replace=False) as tmp:
+            tmp.mkdir()
+            (tmp / "model.safetensors").write_bytes(b"half")
+            raise KeyboardInterrupt
+    assert not target.exists() and list((tmp_path / "models").iterdir()) == []
+
+
+def test_a_complete_folder_is_renamed_into_place_and_replaces_only_when_asked(tmp_path: Path) -> None:
+    target = tmp_path / "m"
+    with output.placed(target, replace=False) as tmp:
+        tmp.mkdir()
+        (tmp / "a").write_text("1")
+    assert (target / "a").read_text() == "1"
+    with pytest.raises(InputError, match="exists; remove it, choose another folder, or pass --force"):
+        with output.placed(target, replace=False):
+            pass
+    with output.placed(target, replace=True) as tmp:
+        tmp.mkdir()
+        (tmp / "b").write_text("2")
+    assert sorted(p.name for p in target.iterdir()) == ["b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temp or old folder left beside it
+
+
+def test_a_leftover_temp_folder_is_cleared(tmp_path: Path) -> None:
+    target = tmp_path / "m"
+    stale = tmp_path / ".tmp-m-99999"
+    stale.mkdir()
+    with output.placed(target, replace=False) as tmp:
+        tmp.mkdir()
+    assert not stale.exists() and target.is_dir()
+
+
+def _prepared(target: Path, default: bool = True) -> run.Prepared:
+    pairs = [Pair("header_body", "a", "b", ("d", ("a",))), Pair("cloze", "c", "d e f", ("d", ("a",)))]
+    return run.Prepared(pairs, {"header_body": 1, "cloze": 1}, "k", "v000001", "abc", "base", "base-id", target,
+                        default)
+
+
+def test_the_default_folder_is_reused_for_the_same_training(make_config, tmp_path: Path, monkeypatch) -> None:
+    cfg = make_config()
+    prep = _prepared(tmp_path / "m")
+    calls = []
+
+    def fake_train(pairs, base, out, recipe, device, progress=True, on_step=None):
+        calls.append(out)
+        out.mkdir()
+        (out / "model.safetensors").write_bytes(b"w")
+        from ragrig.retrieval.adapt.train import TrainStats
+
+        return TrainStats(steps=1, losses=[0.5], seconds=1.0)
+
+    monkeypatch.setattr(run, "train", fake_train)
+    first = run.fit(cfg, prep, False, False, None)
+    assert not first["reused"] and len(calls) == 1
+    again = run.fit(cfg, prep, False, False, None)
+    assert again["reused"] and again["steps"] == 1 and again["losses"] == [0.5] and len(calls) == 1
+    assert run.fit(cfg, prep, True, False, None)["reused"] is False and len(calls) == 2  # --force trains again
+    other = make_config(None, "embedding.adapt.lr=1e-4")  # another recipe: the record's hash differs
+    assert run.fit(other, prep, False, False, None)["reused"] is False and len(calls) == 3
+
+
+def test_the_recipe_is_not_part_of_the_index_identity(make_config) -> None:
+    a = make_config()
+    b = make_config(None, "embedding.adapt.epochs=3", "embedding.adapt.pairs=[cloze]")
+    assert a.index_key() == b.index_key()
+    assert output.recipe_hash(a, "m", "c") != output.recipe_hash(b, "m", "c")
+    assert output.recipe_hash(a, "m", "c") != output.recipe_hash(a, "m", "c2")  # the corpus version counts
+
+
+def test_the_recipe_is_validated_like_every_section(make_config) -> None:
+    for bad, key in [("embedding.adapt.pairs=[]", "embedding.adapt.pairs"),
+                     ("embedding.adapt.pairs=[cloze, cloze]", "embedding.adapt.pairs"),
+                     ("embedding.adapt.loss=triplet", "embedding.adapt.loss"),
+                     ("embedding.adapt.batch_size=true", "embedding.adapt.batch_size"),
+                     ("embedding.adapt.warmup_ratio=1", "embedding.adapt.warmup_ratio")]:
+        with pytest.raises(InputError) as err:
+            make_config(None, bad)
+        assert key in str(err.value) and "\n" not in str(err.value), (bad, str(err.value))
