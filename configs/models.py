@@ -124,12 +124,14 @@ class AdaptConfig(Strict):
             "rest: the inverse cloze task), keyword_section (a keyword-library term -> the section that defines it), "
             "parent_child (a parent header -> a child section)"))
     max_pairs: int | None = Field(None, ge=1, description="at most this many pairs, sampled by seed; null: all")
-    hard_negatives: int = Field(0, ge=0, le=8, description="BM25-mined negatives per pair from other sections")
+    hard_negatives: int = Field(1, ge=0, le=8, description="BM25-mined negatives per pair from other sections")
     epochs: float = Field(1.0, gt=0, le=100)
     lr: float = Field(3e-5, gt=0, le=1)
     warmup_ratio: float = Field(0.1, ge=0, lt=1, description="share of the steps the learning rate warms up over")
     batch_size: int = Field(32, ge=2, le=65536, description="pairs per step (the in-batch negatives)")
-    max_tokens: int = Field(256, ge=16, le=8192, description="the model's max_seq_length while training and after")
+    max_tokens: int = Field(128, ge=16, le=8192, description=(
+        "texts are cut to this many tokens while training (a cost: the saved model keeps the base's window, so "
+        "the index is chunked as before)"))
     seed: int = Field(0, ge=0)
     loss: Literal["mnrl", "cached_mnrl"] = Field("mnrl", description=(
         "in-batch negatives ranking loss; cached_mnrl: the same loss in mini-batches (GradCache): big batches "

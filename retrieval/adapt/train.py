@@ -80,7 +80,8 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
     enable_full_determinism(recipe.seed)
     try:
         model = SentenceTransformer(base, device=device)
-        model.max_seq_length = recipe.max_tokens
+        window = model.max_seq_length
+        model.max_seq_length = recipe.max_tokens  # a training cost: texts are cut here while training only
         data = Dataset.from_dict(columns(pairs))
 
         class Steps(TrainerCallback):  # type: ignore[misc]
@@ -110,6 +111,10 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
             result = trainer.train()
             stats.seconds = time.perf_counter() - t1
         stats.steps = int(result.global_step)
+        # The saved model reads what the base read: its window decides chunking.max_tokens: null, so a folder
+        # saved at the training cut would re-chunk the index (measured: 1,234 -> 2,437 chunks on pydantic-docs at
+        # 128), mixing a chunking change into what adapt is meant to measure.
+        model.max_seq_length = window
         model.save(str(out), create_model_card=False)
     finally:
         torch.use_deterministic_algorithms(was_deterministic)

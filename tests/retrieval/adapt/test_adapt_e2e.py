@@ -52,7 +52,7 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, monkeypatch, capsys
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(first), device="cpu")
-    assert model.max_seq_length == 32 and model.encode(["grapple"]).shape == (1, 384)
+    assert model.max_seq_length == 256 and model.encode(["grapple"]).shape == (1, 384)
     adapted_id, base_id = model_id(EmbeddingConfig(model=str(first))), model_id(EmbeddingConfig())
     assert "sha256:" in adapted_id and adapted_id != base_id and result["base_model"] == base_id
 
