@@ -164,7 +164,7 @@ def one(retriever: Any, q: str, qvec: np.ndarray | None) -> Any:
 
     memo = CandidateMemo()
     if qvec is not None:
-        memo.vectors[retriever.processor_for(retriever.cfg.retrieval).process(q).text] = qvec
+        memo.vectors[(None, retriever.processor_for(retriever.cfg.retrieval).process(q).text)] = qvec
     return retriever.search_many([q], max_hops=[0], memo=memo)[0]
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from ragrig.configs.redact import split_credentials
+from ragrig.configs.sources import SOURCE_NAMES
 
 # Bump when chunking, tokenisation or index layout change meaning: indexes get a new key (and are rebuilt,
 # with every unchanged text still served from the embedding cache). Extraction changes are tracked per
@@ -218,10 +219,9 @@ class FusionConfig(Strict):
     @field_validator("weights")
     @classmethod
     def _known_sources(cls, v: dict[str, float]) -> dict[str, float]:
-        allowed = {"bm25", "vector", "header", "section", "vector2"}  # the last two: retrieval/search/views.py
-        bad = sorted(set(v) - allowed)
+        bad = sorted(set(v) - set(SOURCE_NAMES))
         if bad:
-            raise ValueError(f"unknown source(s) {bad}; supported: {sorted(allowed)}")
+            raise ValueError(f"unknown source(s) {bad}; supported: {', '.join(SOURCE_NAMES)}")
         if any(w < 0 for w in v.values()):
             raise ValueError("weights must be >= 0")
         if not any(w > 0 for w in v.values()):

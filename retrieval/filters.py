@@ -56,3 +56,8 @@ class Filters:
 
     def mask(self, chunks: Sequence[Chunk]) -> np.ndarray:
         return np.fromiter((self.accepts(c) for c in chunks), dtype=bool, count=len(chunks))
+
+
+def live(filters: Filters | None) -> Filters | None:
+    """``filters``, or None when there are none or they allow everything."""
+    return None if filters is None or filters.empty else filters

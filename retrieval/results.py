@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -92,3 +94,13 @@ def json_bytes(obj: Any) -> bytes:
     """``obj`` as compact UTF-8 JSON: dataclasses as objects, numpy numbers as numbers, non-str keys and any
     other value as text (``json.dumps(default=str)``'s rule), a NaN or infinity as null (valid JSON)."""
     return orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+
+
+def log_results(log: logging.Logger, results: list[RetrievalResult], version: str, dropped: Sequence[int]) -> None:
+    """One DEBUG record per result of a batch (``dropped[q]``: the duplicates selection dropped)."""
+    if log.isEnabledFor(logging.DEBUG):
+        for res, d in zip(results, dropped):
+            log.debug("query %r: %d hits", res.normalized[:80], len(res.ranked), extra={"ragrig": {
+                "event": "retrieval.query", "version": version, "candidates": res.candidates,
+                "deduplicated": int(d), "hits": len(res.ranked), "hops": len(res.hops),
+                "timings_ms": {name: round(v, 3) for name, v in res.timings_ms.items()}}})

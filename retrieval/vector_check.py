@@ -3,7 +3,11 @@ ingest's new vectors, a query's vector) and where it is read back (the embedding
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from ragrig.configs.errors import RagrigError
 
 NORM_TOLERANCE = 1e-3  # a normalised float32 vector's norm is 1 to ~1e-6
 
@@ -44,3 +48,18 @@ def first_bad_row(vecs: np.ndarray, dim: int | None, normalized: bool) -> tuple[
         if why is not None:
             return row, why
     return None
+
+
+def query_vectors(embedder: Any, texts: Sequence[str], dim: int, index: str) -> np.ndarray:
+    """``embedder``'s query vectors for ``texts``, each checked where it is made: as wide as the vectors of
+    ``index`` (``dim``), finite, not zero. A model that answers otherwise (an endpoint answering NaN, or serving
+    another model under the same name) is one error naming it and what was wrong, never a ranking."""
+    vecs = np.asarray(embedder.encode_queries(texts))
+    bad = first_bad_row(vecs, dim, normalized=False)
+    if bad is None:
+        return vecs
+    if vecs.ndim == 2 and vecs.shape[1] != dim:
+        raise RagrigError(f"embedding model {embedder.id} answers {vecs.shape[1]}-wide query vectors, but "
+                          f"index {index} holds {dim}-wide ones: re-ingest (`ragrig ingest`)")
+    raise RagrigError(f"embedding model {embedder.id} gave an unusable vector for the query "
+                      f"{texts[bad[0]][:80]!r} ({bad[1]}): no ranking without it")

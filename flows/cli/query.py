@@ -43,19 +43,9 @@ def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     retriever = Retriever(cfg)
     res = retriever.search(args.query, top_k=args.top_k, filters=filters, max_hops=args.max_hops)
     if args.context:
-        ctx = build_context(res.hits, args.context_tokens, retriever.embedder.count_tokens)
-        if args.json:
-            print(json.dumps(ctx.to_dict(), indent=2, ensure_ascii=False))
-        else:
-            print(ctx.text)
-        return 0
-    if args.json:
-        print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False, default=str))
-        return 0
-    from ragrig.flows.render.query import print_query
-
-    print_query(res, retriever.version.layout.key, debug=args.debug)
-    return 0
+        return show(args, retriever.version.layout.key, context=build_context(
+            res.hits, args.context_tokens, retriever.embedder.count_tokens).to_dict())
+    return show(args, retriever.version.layout.key, result=res)
 
 
 def query_server(args: argparse.Namespace, cfg: RagrigConfig, url: str) -> int:
@@ -69,14 +59,25 @@ def query_server(args: argparse.Namespace, cfg: RagrigConfig, url: str) -> int:
     if args.context:
         ctx, _ = post(cfg, url, "/context", {**payload, "tokens": args.context_tokens})
         ctx.pop("version", None)
-        print(json.dumps(ctx, indent=2, ensure_ascii=False) if args.json else ctx["text"])
-        return 0
+        return show(args, cfg.index_key(), context=ctx)
     res, _ = post(cfg, url, "/retrieve", payload)
+    return show(args, cfg.index_key(), result=res)
+
+
+def show(args: argparse.Namespace, index_key: str, *, context: dict[str, Any] | None = None,
+         result: Any = None) -> int:
+    """The one output of ``query``, local or from a server: the context block (its text, or JSON), else the
+    result (a ``RetrievalResult``, or a server's JSON of one) as JSON or the table."""
+    if context is not None:
+        print(json.dumps(context, indent=2, ensure_ascii=False) if args.json else context["text"])
+        return 0
     if args.json:
-        print(json.dumps(res, indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(result if isinstance(result, dict) else result.to_dict(), indent=2, ensure_ascii=False,
+                         default=str))
         return 0
     from ragrig.flows.render.query import print_query
     from ragrig.retrieval.results import RetrievalResult
 
-    print_query(RetrievalResult.from_dict(res), cfg.index_key(), debug=args.debug)
+    print_query(RetrievalResult.from_dict(result) if isinstance(result, dict) else result, index_key,
+                debug=args.debug)
     return 0

@@ -7,9 +7,9 @@ from typing import Any
 
 from ragrig.eval.hop_diagnostics import GAIN
 from ragrig.flows.render.console import console, line, styled
+from ragrig.flows.render.query import ranked_by_any
 from rich.table import Table
 
-SOURCES = ("bm25", "vector", "header")  # each source's rank of the hit ("-": not among its candidates)
 
 
 def print_cases(result: dict[str, Any]) -> None:
@@ -27,14 +27,15 @@ def print_cases(result: dict[str, Any]) -> None:
             mark = styled("found", "green") if rank is not None and rank <= 10 else styled("missed@10", "red")
             console.print(line(f"  expected {key}: ", mark, f" ({where})"))
         t = Table(show_header=True, box=None, pad_edge=False)
-        for col in ("#", "rel", "hop", "score", *SOURCES, "chunk", "section"):
-            t.add_column(col, justify="right" if col in ("#", "hop", "score", *SOURCES) else "left",
+        sources = ranked_by_any([h.get("sources", {}) for h in row["top"]])  # each one's rank of the hit
+        for col in ("#", "rel", "hop", "score", *sources, "chunk", "section"):
+            t.add_column(col, justify="right" if col in ("#", "hop", "score", *sources) else "left",
                          no_wrap=col != "section", overflow="fold")
         for h in row["top"]:
             src = h.get("sources", {})
             rel = styled("✓", "green") if h["relevant"] else styled("·", "dim")
             t.add_row(str(h["rank"]), rel, str(h["hop"]) if h["hop"] else "", f"{h['score']:.3f}",
-                      *(str(src[s]) if s in src else "-" for s in SOURCES), h["chunk_id"], h["header"])
+                      *(str(src[s]) if s in src else "-" for s in sources), h["chunk_id"], h["header"])
         console.print(t)
         for hop in row.get("hops", []):
             if hop.get("error"):  # the judge failed at this hop: no decision, the hops ended there

@@ -16,9 +16,9 @@ from ragrig.configs.models import VectorSearchConfig
 from ragrig.retrieval.index.format import HNSW_GRAPH, VECTORS
 
 
-def unit_rows(vecs: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), float32."""
-    vecs = np.asarray(vecs, dtype=np.float32)
+def unit_rows(vecs: np.ndarray, dtype: type = np.float32) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), float32 (or ``dtype``): the one normaliser of vectors."""
+    vecs = np.asarray(vecs, dtype=dtype)
     if not vecs.size:  # no rows (an empty version, a filter that allows none): keep the width when there is one
         return vecs if vecs.ndim == 2 else vecs.reshape(len(vecs), 0)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)

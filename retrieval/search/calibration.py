@@ -13,11 +13,18 @@ The sample is deterministic (evenly spaced over the index), so the same version 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.index.vectors import unit_rows
+
+if TYPE_CHECKING:
+    from ragrig.retrieval.search.candidates import CandidateBatch
+
+Vectors = Callable[[np.ndarray], np.ndarray]  # chunk rows -> their stored vectors
 
 MAX_TITLES = 200
 MAX_CHUNKS = 2000
@@ -60,3 +67,32 @@ def calibrate(title_docs: Sequence[str], title_vecs: np.ndarray, chunk_docs: Seq
     sims = np.asarray(title_vecs, dtype=np.float64) @ np.asarray(chunk_vecs, dtype=np.float64).T
     other = np.asarray(title_docs)[:, None] != np.asarray(chunk_docs)[None, :]
     return Calibration(np.sort(sims[other]))
+
+
+def index_calibration(chunks: Sequence[Chunk], encode: Callable[[list[str]], np.ndarray],
+                      vectors_of: Vectors) -> Calibration:
+    """An index's calibration: its sampled section titles encoded as queries against its sampled chunks."""
+    titles = sample_titles(chunks)
+    rows = sample_rows(len(chunks))
+    vecs = encode([t for t, _ in titles]) if titles else np.zeros((0, 0))
+    return calibrate([d for _, d in titles], unit_rows(vecs, np.float64), [chunks[r].doc_id for r in rows.tolist()],
+                     unit_rows(vectors_of(rows), np.float64))
+
+
+def batch_relevance(batch: CandidateBatch, query_vectors: Callable[[], np.ndarray], vectors_of: Vectors,
+                    cal: Calibration) -> np.ndarray:
+    """Each batch element's calibrated relevance: its query-chunk similarity (the vector source's score where
+    it returned the chunk, else from the stored vectors and ``query_vectors()``, one per query of the batch)."""
+    sims = np.full(len(batch.rows), np.nan)
+    if "vector" in batch.rank:
+        has = batch.rank["vector"] > 0
+        sims[has] = np.concatenate([c.score["vector"] if "vector" in c.runs else np.zeros(len(c))
+                                    for c in batch.sets])[has]
+    missing = np.nonzero(np.isnan(sims))[0]
+    if len(missing):
+        rows = np.unique(batch.rows[missing])
+        chunk_vecs = dict(zip(rows.tolist(), unit_rows(vectors_of(rows), np.float64)))
+        qvecs = unit_rows(query_vectors(), np.float64)
+        for e in missing.tolist():
+            sims[e] = float(qvecs[batch.seg[e]] @ chunk_vecs[int(batch.rows[e])])
+    return cal.relevance(sims)

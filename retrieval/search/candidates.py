@@ -16,9 +16,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from ragrig.configs.sources import SOURCE_NAMES  # the sources (sources.py's registry), in fusion's order
 
-SOURCES = ("bm25", "vector", "header", "section", "vector2")  # the canonical order: fused scores add the sources'
-# terms in it (the last two: views.py)
 
 Normalizer = Callable[[np.ndarray], np.ndarray]
 
@@ -72,7 +71,7 @@ class DedupKeys:
 @dataclass
 class CandidateSet:
     rows: np.ndarray  # the union, in chunk-id order
-    runs: dict[str, SourceRun]  # the sources that returned something, in SOURCES order
+    runs: dict[str, SourceRun]  # the sources that returned something, in SOURCE_NAMES order
     pos: dict[str, np.ndarray]  # where each run entry sits in ``rows``
     rank: dict[str, np.ndarray]  # 1-based rank by (-score, id) within the source, 0 where absent
     score: dict[str, np.ndarray]  # the source's raw score, 0 where absent
@@ -82,7 +81,7 @@ class CandidateSet:
 
     @classmethod
     def build(cls, runs: dict[str, SourceRun], order: ChunkOrder, dedup: DedupKeys | None) -> CandidateSet:
-        present = {s: runs[s] for s in SOURCES if s in runs and len(runs[s])}
+        present = {s: runs[s] for s in SOURCE_NAMES if s in runs and len(runs[s])}
         uniq = np.unique(np.concatenate([order.rank[r.rows] for r in present.values()])) if present else _NONE
         rows = order.row[uniq]
         pos, rank, score = {}, {}, {}
@@ -109,6 +108,12 @@ class CandidateSet:
             got[self.pos[source]] = normed
             self.normed[(source, method)] = got
         return got
+
+    def place_of(self, row: int, order: ChunkOrder) -> int | None:
+        """Where chunk ``row`` sits among these candidates (None: not one of them)."""
+        ids = order.rank[self.rows]
+        i = int(np.searchsorted(ids, order.rank[row]))
+        return i if i < len(ids) and ids[i] == order.rank[row] else None
 
     def sources_of(self, i: int) -> dict[str, tuple[int, float]]:
         """(rank, raw score) per source that returned candidate ``i``."""
@@ -142,7 +147,8 @@ def _groups(rows: np.ndarray, dedup: DedupKeys | None) -> np.ndarray | None:
 @dataclass
 class CandidateBatch:
     """Queries' candidate sets end to end. Per source: ``rank`` (0 where absent) and, per normalisation method,
-    the normalised scores (made on first use); ``present[q]``: the sources query q's set has, in SOURCES order."""
+    the normalised scores (made on first use); ``present[q]``: the sources query q's set has, in SOURCE_NAMES
+    order."""
 
     sets: list[CandidateSet]
     seg: np.ndarray
@@ -156,7 +162,7 @@ class CandidateBatch:
         lens = np.array([len(c) for c in sets], dtype=np.int64)
         seg = np.repeat(np.arange(len(sets), dtype=np.int64), lens)
         rows = np.concatenate([c.rows for c in sets]) if sets else _NONE
-        sources = [s for s in SOURCES if any(s in c.runs for c in sets)]
+        sources = [s for s in SOURCE_NAMES if any(s in c.runs for c in sets)]
         rank = {s: _cat([c.rank[s] if s in c.runs else np.zeros(len(c)) for c in sets]) for s in sources}
         return cls(sets, seg, rows, rank, [tuple(c.runs) for c in sets])
 

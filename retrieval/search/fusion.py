@@ -111,3 +111,9 @@ def fuse(batch: CandidateBatch, f: FusionConfig) -> Fused:
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(span[seg] <= 1e-12, 1.0, (raw - lo[seg]) / span[seg])
     return Fused(order, scores, bounds)
+
+
+def best_rows(batch: CandidateBatch, fused: Fused) -> list[int | None]:
+    """Each query's best fused candidate row (None: it has no candidate)."""
+    return [int(batch.rows[fused.order[lo]]) if hi > lo else None
+            for lo, hi in zip(fused.bounds[:-1].tolist(), fused.bounds[1:].tolist())]

@@ -4,12 +4,33 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragrig.configs.errors import InputError
+from ragrig.configs.models import MAX_HOPS_MAX, TOP_K_MAX, RetrievalConfig
 from ragrig.configs.yamlio import load_yaml
 from ragrig.retrieval.keywords import KeywordNormalizer
+
+
+def check_depth(top_ks: Sequence[int], max_hops: Sequence[int | None] | None, n: int) -> None:
+    """top_k and max_hops of a search of ``n`` queries within the config schema's bounds, or an InputError saying
+    which value is wrong."""
+    if len(top_ks) != n:
+        raise InputError(f"top_k has {len(top_ks)} values for {n} queries")
+    for k in top_ks:
+        if not isinstance(k, int) or not 1 <= k <= TOP_K_MAX:
+            raise InputError(f"top_k must be an integer from 1 to {TOP_K_MAX} (got {k!r})")
+    for h in max_hops or []:
+        if h is not None and (not isinstance(h, int) or not 0 <= h <= MAX_HOPS_MAX):
+            raise InputError(f"max_hops must be an integer from 0 to {MAX_HOPS_MAX} (got {h!r})")
+
+
+def processing_key(r: RetrievalConfig) -> tuple[Any, ...]:
+    """The retrieval settings query processing depends on."""
+    return (r.normalise, r.expansion, r.synonyms, r.max_query_chars)
 
 
 def validate_query(query: object, max_chars: int = 2000) -> str:
@@ -153,3 +174,18 @@ class QueryProcessor:
         expansions = self.expand(text) if self.expansion else []
         bm25_text = " ".join([text, *expansions])
         return ProcessedQuery(raw=q, text=text, bm25_text=bm25_text, expansions=expansions, comparison=detect_comparison(text))
+
+
+class QueryProcessors:
+    """An index's query processors, one per combination of the settings processing depends on."""
+
+    def __init__(self, keywords: dict | None) -> None:
+        self.keywords = keywords
+        self.made: dict[tuple[Any, ...], QueryProcessor] = {}
+
+    def get(self, r: RetrievalConfig) -> QueryProcessor:
+        key = processing_key(r)
+        if key not in self.made:
+            self.made[key] = QueryProcessor(self.keywords, load_synonyms(r.synonyms), normalise=r.normalise,
+                                            expansion=r.expansion, max_chars=r.max_query_chars)
+        return self.made[key]

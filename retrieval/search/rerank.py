@@ -64,8 +64,8 @@ class Reranker:
 
     def apply(self, sel: Selection, batch_rows: np.ndarray, queries: Sequence[str], limits: Sequence[int | None],
               cfg: RerankConfig, text: Callable[[int], str]) -> tuple[Selection, list[dict[int, tuple[int, float]]], float]:
-        """``sel`` with each query's first top_n reordered and cut at ``limits``; per query, each rescored row's
-        (cross-encoder rank, score); and the stage's milliseconds."""
+        """``sel`` with each query's first top_n reordered and cut at ``limits`` (carrying, per query, each
+        rescored row's (cross-encoder rank, score)); those again; and the stage's milliseconds."""
         t0 = time.perf_counter()
         blocks = [sel.of(q) for q in range(len(queries))]
         heads = [batch_rows[elems[: cfg.top_n]].tolist() for elems, _ in blocks]
@@ -84,5 +84,5 @@ class Reranker:
             ce_rank = np.lexsort((np.arange(n), -ce))
             info.append({rows[i]: (rank + 1, float(ce[i])) for rank, i in enumerate(ce_rank.tolist())})
         out = Selection(np.concatenate(orders) if orders else sel.order[:0],
-                        np.concatenate(scores) if scores else sel.scores[:0], np.array(bounds), sel.dropped)
+                        np.concatenate(scores) if scores else sel.scores[:0], np.array(bounds), sel.dropped, info)
         return out, info, (time.perf_counter() - t0) * 1000

@@ -61,12 +61,14 @@ def dedup_first_of_group(group: np.ndarray) -> np.ndarray:
 @dataclass
 class Selection:
     """Per query the kept candidates in rank order: element indices into the batch and their scores
-    (query q's are ``[bounds[q]:bounds[q + 1]]``), and how many duplicates were dropped before the cut."""
+    (query q's are ``[bounds[q]:bounds[q + 1]]``), how many duplicates were dropped before the cut, and after
+    the rerank stage, per query each rescored chunk row's (cross-encoder rank, score)."""
 
     order: np.ndarray
     scores: np.ndarray
     bounds: np.ndarray
     dropped: np.ndarray
+    rerank: list[dict[int, tuple[int, float]]] | None = None
 
     def of(self, q: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = int(self.bounds[q]), int(self.bounds[q + 1])

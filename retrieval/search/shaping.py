@@ -1,12 +1,78 @@
-"""Shaping a query's selected candidates into hits, as pure functions over Hit lists: pinning the entities of a
-comparison query, the adaptive cut, and section expansion."""
+"""Shaping a query's selected candidates into hits, as functions over Hit lists: the entity rows of comparison
+queries, pinning them, the adaptive cut, and section expansion (``shape`` runs them in that order)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from ragrig.configs.models import RetrievalConfig
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.results import Hit
+
+if TYPE_CHECKING:
+    import numpy as np
+    from ragrig.retrieval.headers import HeaderIndex
+    from ragrig.retrieval.search.query import ProcessedQuery
+
+Pins = list[tuple[str, int]]  # (entity, the chunk row that answers for it)
+
+
+def entity_rows(processed: Sequence[ProcessedQuery], headers: HeaderIndex, threshold: float,
+                mask: np.ndarray | None, top_fused: Callable[[list[str]], list[int | None]]) -> dict[int, Pins]:
+    """For each comparison query, the best chunk of each entity it compares: a header match first, else the
+    top fused candidate for the entity's name alone (``top_fused``: all such names of the batch in one call)."""
+    found: dict[int, list[tuple[str, int | None]]] = {}
+    subs: list[str] = []
+    for q, pq in enumerate(processed):
+        for entity in pq.comparison or []:
+            row = next((x for m in headers.lookup(entity, threshold) for x in m.rows if mask is None or mask[x]), None)
+            found.setdefault(q, []).append((entity, row))
+            if row is None:
+                subs.append(entity)
+    tops = iter(top_fused(subs) if subs else [])  # in the order the names were collected
+    return {q: [(e, row) for e, row in ((e, next(tops) if row is None else row) for e, row in pairs) if row is not None]
+            for q, pairs in found.items()}
+
+
+class Sections:
+    """Each chunk's own section within its document (what section expansion brings)."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.by_doc: dict[str, list[Chunk]] = defaultdict(list)
+        for c in chunks:
+            self.by_doc[c.doc_id].append(c)
+
+    def own(self, c: Chunk) -> list[Chunk]:
+        """The chunks of ``c``'s own section, in document order: its other pieces and its subsections (none for
+        text before a document's first header)."""
+        n = len(c.header_path)
+        if not n or c.level == 0:
+            return []
+        return [x for x in self.by_doc[c.doc_id] if x.level >= c.level and x.header_path[:n] == c.header_path]
+
+
+def shape(hits: list[Hit], pins: Pins, r: RetrievalConfig, k: int, make_hit: Callable[[int], Hit],
+          chunks: Sequence[Chunk], rows: Mapping[str, int], sections: Sections) -> list[Hit]:
+    """A query's hits pinned (``pins``; ``make_hit(row)`` for a pinned chunk not among them), cut at ``k``,
+    cut adaptively and expanded to their sections, as ``r`` asks."""
+    if pins:
+        by_id = {h.chunk_id: h for h in hits}
+        made: dict[int, Hit] = {}
+        pinned = []
+        for entity, row in pins:
+            h = by_id.get(chunks[row].chunk_id)
+            if h is None:
+                h = made.get(row) or made.setdefault(row, make_hit(row))
+            pinned.append((entity, h))
+        hits = pin_entities(hits, pinned, k)
+    hits = hits[:k]
+    if r.adaptive.enabled:
+        hits = adaptive_cut(hits, r.adaptive.min_results, min(r.adaptive.max_results, k), r.adaptive.gap)
+    if r.section_expansion_tokens > 0:
+        hits = expand_sections(hits, r.section_expansion_tokens, lambda cid: chunks[rows[cid]], sections.own)
+    return hits
 
 
 def pin_entities(hits: list[Hit], pinned: Sequence[tuple[str, Hit]], top_k: int) -> list[Hit]:

@@ -1,6 +1,7 @@
-"""More views of the same chunks, each another fused source (issue 28 item 3); off unless its fusion weight is
-set. Both are exact matrix products over vectors embedded through the embedding cache (by model id and text
-hash, so nothing is embedded twice across runs), made on the first query that needs them:
+"""More views of the same chunks, each another fused source (issue 28 item 3; entries of ``sources.py``'s
+registry); off unless its fusion weight is set. Both are exact searches (``vector_search.py``'s ``dots`` and
+``top_rows``: the same scores whatever the batch) over vectors embedded through the embedding cache (by model id
+and text hash, so nothing is embedded twice across runs), made on the first query that needs them:
 
 - ``section`` (``retrieval.fusion.weights.section``): whole-section vectors. A section is the pieces of one
   header section (same document, header path and level; one chunk when the section fit the window). Its text is
@@ -21,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ragrig.configs.models import EmbeddingConfig
 from ragrig.retrieval.documents import Chunk, sha256_text
+from ragrig.retrieval.index.vectors import unit_rows
 from ragrig.retrieval.search.candidates import SourceRun
-
-VIEWS = ("section", "vector2")
+from ragrig.retrieval.search.vector_search import dots, top_rows
 
 
 def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]:
@@ -42,11 +44,6 @@ def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]
     return texts, groups
 
 
-def _unit(m: np.ndarray) -> np.ndarray:
-    m = np.asarray(m, dtype=np.float64)
-    return m / np.maximum(np.linalg.norm(m, axis=-1, keepdims=True), 1e-12) if m.size else m
-
-
 class ExactView:
     """Units (sections, or chunks under another model) with member rows, searched by exact cosine similarity."""
 
@@ -54,7 +51,7 @@ class ExactView:
                  cache_path: Path | None) -> None:
         self.texts, self.members, self.embedder, self.cache_path = list(texts), [list(m) for m in members], \
             embedder, cache_path
-        self.queries: dict[str, np.ndarray] = {}  # query text -> this view's query vector (vector2's own model)
+        self.unit_of = np.repeat(np.arange(len(self.members)), [len(m) for m in self.members])  # per member row
 
     @cached_property
     def matrix(self) -> np.ndarray:
@@ -66,29 +63,49 @@ class ExactView:
         else:
             cache = EmbeddingCache(self.cache_path)
             vecs, _ = embed_with_cache(self.embedder, cache, self.texts, [sha256_text(t) for t in self.texts])
-        return _unit(vecs)
-
-    def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        fresh = [t for t in dict.fromkeys(texts) if t not in self.queries]
-        if len(self.queries) + len(fresh) > 100_000:  # a long-running server: drop them all past this many
-            self.queries.clear()
-            fresh = list(dict.fromkeys(texts))
-        if fresh:
-            self.queries.update(zip(fresh, self.embedder.encode_queries(fresh)))
-        return np.vstack([self.queries[t] for t in texts])
+        return unit_rows(vecs, np.float64)
 
     def search(self, qvecs: np.ndarray, depth: int, mask: np.ndarray | None) -> list[SourceRun]:
         """Per query: units by (-similarity, unit), each unit's rows (allowed by ``mask``) with the unit's
-        similarity, until ``depth`` rows."""
+        similarity, until ``depth`` rows (each allowed unit gives one row at least: ``depth`` units suffice)."""
         if not len(self.members):
             return [SourceRun.of([]) for _ in range(len(qvecs))]
-        sims = _unit(qvecs) @ self.matrix.T
+        units = None if mask is None else np.unique(self.unit_of[np.flatnonzero(mask[np.concatenate(self.members)])])
         out = []
-        for s in sims:
+        for qv in unit_rows(qvecs, np.float64):
+            sims = dots(self.matrix, qv)
+            found, scores = top_rows(sims if units is None else sims[units], depth, units)
             pairs: list[tuple[int, float]] = []
-            for u in np.lexsort((np.arange(len(s)), -s)).tolist():
-                pairs += [(r, float(s[u])) for r in self.members[u] if mask is None or mask[r]]
+            for u, s in zip(found.tolist(), scores.tolist()):
+                pairs += [(r, s) for r in self.members[u] if mask is None or mask[r]]
                 if len(pairs) >= depth:
                     break
             out.append(SourceRun.of(pairs[:depth]))
         return out
+
+
+class Views:
+    """An index's views, each made on first use: the section view, and one chunk view per second model."""
+
+    def __init__(self, chunks: Sequence[Chunk], embedder: Any, embedding: EmbeddingConfig, cache_path: Path,
+                 memo_file: Path) -> None:
+        self.chunks, self.embedder, self.embedding, self.cache_path, self.memo_file = \
+            chunks, embedder, embedding, cache_path, memo_file
+        self.seconds: dict[str, ExactView] = {}
+
+    @cached_property
+    def section(self) -> ExactView:
+        texts, groups = section_groups(self.chunks)
+        return ExactView(texts, groups, self.embedder, self.cache_path)
+
+    def second(self, model: str) -> ExactView:
+        """The chunks under another embedding model (its own query instruction, no document prefix)."""
+        if model not in self.seconds:
+            from ragrig.retrieval.embedding import Embedder
+
+            second = Embedder(self.embedding.model_copy(update={"model": model, "query_prefix": None,
+                                                                "document_prefix": "", "backend": "auto"}),
+                              memo_file=self.memo_file)
+            self.seconds[model] = ExactView([c.search_text for c in self.chunks],
+                                            [[i] for i in range(len(self.chunks))], second, self.cache_path)
+        return self.seconds[model]

@@ -146,3 +146,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_batch_hops_as_each_query_does_alone(retriever):
+    """Hops as batches (issue 37): the queries of a search_many take each hop together, one search_many per hop
+    for all their missing items, and get what each query gets alone."""
+    queries = [QUERY, PARAPHRASE, "how far can an operative dash?", "what does Lethal 5+ do on the Ripper Blade?"]
+    hops = [1, 2, 2, 1]
+    calls = []
+    real = retriever.search_many
+
+    def counting(qs, **kw):
+        calls.append(len(qs))
+        return real(qs, **kw)
+
+    retriever.search_many = counting
+    try:
+        batch = counting(queries, top_k=2, max_hops=hops)
+    finally:
+        del retriever.search_many
+    assert len(calls) <= 1 + max(hops)  # the batch, then one call a hop at most
+    for q, h, res in zip(queries, hops, batch):
+        alone = retriever.search(q, top_k=2, use_cache=False, max_hops=h)
+        # (scores agree to the model's last bits: a query encoded in a batch differs there from one encoded alone)
+        assert [(x.chunk_id, x.hop, x.reason) for x in res.hits] == [(x.chunk_id, x.hop, x.reason) for x in alone.hits]
+        assert [x.score for x in res.hits] == pytest.approx([x.score for x in alone.hits], abs=1e-6)
+        assert [{k: v for k, v in x.items() if k != "ms"} for x in res.hops] == \
+            [{k: v for k, v in x.items() if k != "ms"} for x in alone.hops]

@@ -63,14 +63,14 @@ def test_each_chunk_takes_its_sections_score_by_hand(tmp_path):
     emb = FakeEmbedder({texts[0]: [1, 0], texts[1]: [3, 4], texts[2]: [0, 2], texts[3]: [-1, 0], "q": [0, 1]})
     view = ExactView(texts, groups, emb, tmp_path / "embeddings.sqlite")
     # query [0, 1]: cosines s0 0.0, s1 0.8, s2 1.0, s3 0.0 -> s2 (row 4), s1 (rows 1, 2, 3), s0 (row 0), s3 (row 5)
-    [run] = view.search(view.query_vectors(["q"]), depth=10, mask=None)
+    [run] = view.search(emb.encode_queries(["q"]), depth=10, mask=None)
     assert run.rows.tolist() == [4, 1, 2, 3, 0, 5]
     assert run.scores == pytest.approx([1.0, 0.8, 0.8, 0.8, 0.0, 0.0])
     # depth 3 stops after three rows (mid-section); a mask drops rows, not the section's score
-    [run] = view.search(view.query_vectors(["q"]), depth=3, mask=None)
+    [run] = view.search(emb.encode_queries(["q"]), depth=3, mask=None)
     assert run.rows.tolist() == [4, 1, 2]
     mask = np.array([True, False, True, True, False, True])
-    [run] = view.search(view.query_vectors(["q"]), depth=3, mask=mask)
+    [run] = view.search(emb.encode_queries(["q"]), depth=3, mask=mask)
     assert run.rows.tolist() == [2, 3, 0] and run.scores == pytest.approx([0.8, 0.8, 0.0])
     # embedded once, through the embedding cache: a second view over the same texts embeds nothing
     assert len(emb.encoded) == 4
@@ -107,5 +107,5 @@ def test_views_as_fused_sources_in_the_retriever(tmp_path_factory, embedder):
     whole = [h for h in res.hits if "section" in h.sources and "vector" in h.sources
              and r.chunks[r.row_of(h.chunk_id)].part == 0]
     assert whole and all(abs(h.sources["section"].score - h.sources["vector"].score) < 1e-4 for h in whole)
-    view = r.second_view("bge-small-en-v1.5")
+    view = r.sources.views.second("bge-small-en-v1.5")
     assert view.matrix.shape == (len(r.chunks), 384)
