@@ -47,8 +47,31 @@ def child_options(parent: Any, spec: SweepSpec, label: str, overrides: dict[str,
                       parent_run_id=parent.info.run_id)
 
 
-def finish_parent(result: SweepResult) -> None:
-    """Log the outcome on the active parent run, note its id on ``result``, and end it (also on failure)."""
+def run_status(exc: BaseException) -> str:
+    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
+    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
+
+
+def mark_parent(run_id: str | None, status: str) -> None:
+    """Set an ended parent run's status (tune's steps after the sweep: a failure there is the whole run's)."""
+    if run_id:
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient().set_terminated(run_id, status)
+
+
+def log_failed_child(cfg: RagrigConfig, sets: list[Any], exc: BaseException, log: RunOptions) -> None:
+    """The FAILED child run of a config whose evaluation failed, one per test set, with the error: the store
+    shows which candidate broke, not only that the sweep did."""
+    from ragrig.eval.tracking.runs import log_failure
+
+    for ts in sets:
+        log_failure(cfg, ts.name, f"{type(exc).__name__}: {exc}", log)
+
+
+def finish_parent(result: SweepResult, status: str = "FINISHED") -> None:
+    """Log the outcome on the active parent run, note its id on ``result``, and end it with ``status`` (also when
+    logging the outcome fails)."""
     import mlflow
 
     try:
@@ -65,4 +88,4 @@ def finish_parent(result: SweepResult) -> None:
             mlflow.log_artifacts(str(t))
         result.parent_run_id = mlflow.active_run().info.run_id
     finally:
-        mlflow.end_run()
+        mlflow.end_run(status=status)
