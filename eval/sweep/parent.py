@@ -19,6 +19,11 @@ from ragrig.eval.tracking.secrets import safe_params
 from ragrig.eval.tracking.store import ensure_experiment
 
 
+def run_status(exc: BaseException) -> str:
+    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
+    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
+
+
 def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     """Open the parent run (MLflow's active run until ``finish_parent``)."""
     import mlflow
@@ -26,14 +31,18 @@ def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     exp = ensure_experiment(cfg)
     run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}",
                            tags={"ragrig.sweep": spec.name, **owner_tags()})
-    mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
-                       "sweep.configs": len(expand(spec))})
-    # the base config once, here; each child run logs only its own overrides (and provenance)
-    swept = {k for _, ov in expand(spec) for k in ov}
-    base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
-    items = sorted(base.items())
-    for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
-        mlflow.log_params(dict(items[i : i + 100]))
+    try:
+        mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
+                           "sweep.configs": len(expand(spec))})
+        # the base config once, here; each child run logs only its own overrides (and provenance)
+        swept = {k for _, ov in expand(spec) for k in ov}
+        base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
+        items = sorted(base.items())
+        for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
+            mlflow.log_params(dict(items[i : i + 100]))
+    except BaseException as exc:  # left active, MLflow's exit hook would end it FINISHED
+        mlflow.end_run(status=run_status(exc))
+        raise
     return run
 
 
@@ -45,11 +54,6 @@ def child_options(parent: Any, spec: SweepSpec, label: str, overrides: dict[str,
     return RunOptions(run_name=f"{spec.name}: {label}", tags={"ragrig.sweep": spec.name}, plots=False,
                       param_keys=sorted(overrides), experiment_id=parent.info.experiment_id,
                       parent_run_id=parent.info.run_id)
-
-
-def run_status(exc: BaseException) -> str:
-    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
-    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
 
 
 def mark_parent(run_id: str | None, status: str) -> None:

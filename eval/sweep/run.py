@@ -62,8 +62,8 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     for item in configs:
         groups.setdefault(item[2].ingest_hash(), []).append(item)
     base = configs[0][2]
-    parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
     status = "FINISHED"
+    parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
     try:
         with frozen_heap():
             seen_texts: set[str] = set()
