@@ -59,8 +59,12 @@ def quiet_env(cfg: RagrigConfig) -> None:
 
 def prefect_home() -> None:
     """Prefect needs its home to exist when it is first imported; created only when a flow is about to run, so
-    a command that fails validation writes nothing."""
+    a command that fails validation writes nothing. Then Prefect's temporary server is started, set to die with
+    this process (``flows/prefect_server.py``)."""
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from ragrig.flows.prefect_server import start_ephemeral_server
+
+    start_ephemeral_server()  # Prefect's temporary API server, dying with this process (even SIGKILLed)
 
 
 OUTPUTS = {"output_json": "--output-json", "markdown": "--markdown", "junit": "--junit", "write": "--write",
