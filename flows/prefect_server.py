@@ -4,7 +4,9 @@ runs: the server stayed alive, holding its port and Prefect's database, long aft
 
 ``start_ephemeral_server`` starts that server itself, from the main thread, before the first flow, with the
 Linux parent-death signal set in the child (``prctl(PR_SET_PDEATHSIG, SIGTERM)`` between fork and exec): when
-this process dies, however it dies, the kernel sends the server SIGTERM. It is Prefect's own server object (a
+this process dies, however it dies, the kernel sends the server SIGTERM. The server gets a process group of its
+own, so a Ctrl-C in the terminal (SIGINT to the foreground group) interrupts the run, not the server under it (the
+run then failed with "Connection refused" instead of "interrupted"). It is Prefect's own server object (a
 per-process singleton), so Prefect's flows find it running and use it; elsewhere than Linux it is left to Prefect.
 """
 
@@ -21,8 +23,10 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent() -> None:
-    """In a child between fork and exec: ask the kernel for SIGTERM when the parent dies (and do not start at all
-    when it already has: the parent-death signal only covers a death after it is set)."""
+    """In a child between fork and exec: a process group of its own (Ctrl-C in the terminal reaches this process,
+    which stops the server at exit, not the server in the middle of a flow), and SIGTERM from the kernel when the
+    parent dies (no start at all when it already has: the signal only covers a death after it is set)."""
+    os.setpgrp()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() == 1:

@@ -48,9 +48,10 @@ def _quiet_reconnect() -> None:
 
 
 def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
-    """``flow.workers`` single-threaded worker processes on loopback, no dashboard."""
+    """``flow.workers`` single-threaded worker processes on loopback, no dashboard, each ignoring Ctrl-C (the
+driver handles it: ``cluster_worker``)."""
     return {"n_workers": cfg.flow.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
-            "host": "127.0.0.1"}
+            "host": "127.0.0.1", "preload": ["ragrig.flows.cluster_worker"]}
 
 
 def check_scheduler(address: str, timeout_s: float) -> None:
