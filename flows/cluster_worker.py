@@ -2,8 +2,9 @@
 
 Ctrl-C in a terminal sends SIGINT to the whole foreground process group, workers included: each printed a
 ``KeyboardInterrupt`` traceback (69 lines for an ingest on two workers) before the driver's one "interrupted". The
-workers ignore SIGINT instead, and do not log the tasks the driver cancels; the driver, which does get it, closes
-the client and the cluster, and the cluster stops its workers.
+workers never see SIGINT (``runners.local_cluster`` spawns them with it ignored; this preload ignores it in a worker
+restarted later) and do not log the noise of being stopped (``SHUTDOWN_NOISE``); the driver, which does get it,
+closes the client and the cluster, and the cluster stops its workers.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ import threading
 from typing import Any
 
 
-class _CancelledTask(logging.Filter):
-    """Drops the warning a worker logs for each task the driver cancels as it stops (Ctrl-C, a failed call):
-    the driver says what happened, in one line."""
+SHUTDOWN_NOISE = ("ended with CancelledError", "Failed to communicate with scheduler during heartbeat")
+"""What a worker logs when the driver stops (Ctrl-C, a failed call): a warning per task it cancels, and a
+traceback when its heartbeat meets the scheduler already closed. The driver says what happened, in one line."""
 
+
+class _ShutdownNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return "ended with CancelledError" not in record.getMessage()
+        message = record.getMessage()
+        return not any(s in message for s in SHUTDOWN_NOISE)
 
 
 def dask_setup(worker: Any) -> None:
     """Called by Dask in each worker process as it starts."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger("distributed.worker.state_machine").addFilter(_CancelledTask())
+    for name in ("distributed.worker", "distributed.worker.state_machine"):
+        logging.getLogger(name).addFilter(_ShutdownNoise())

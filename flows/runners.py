@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import threading
 import time
@@ -52,6 +53,32 @@ def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
 driver handles it: ``cluster_worker``)."""
     return {"n_workers": cfg.flow.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
             "host": "127.0.0.1", "preload": ["ragrig.flows.cluster_worker"]}
+
+
+@contextmanager
+def _spawning_without_sigint() -> Iterator[None]:
+    """SIGINT ignored while the cluster spawns its worker processes, which keep it ignored (Python leaves an
+    ignored SIGINT ignored; a blocked one is unblocked at spawn): a Ctrl-C to the terminal's process group then
+    never reaches a worker (each, still importing Dask, printed a KeyboardInterrupt traceback). The cost: a Ctrl-C
+    in the seconds the cluster takes to start is not seen; one after it interrupts the run. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def local_cluster(**kwargs: Any) -> Any:
+    """A ``distributed.LocalCluster`` whose workers never see Ctrl-C (``_spawning_without_sigint``; the
+    ``cluster_worker`` preload ignores it in a worker restarted later); the Prefect task runner's ``cluster_class``
+    too."""
+    from distributed import LocalCluster
+
+    with _spawning_without_sigint():
+        return LocalCluster(**kwargs)
 
 
 def check_scheduler(address: str, timeout_s: float) -> None:
@@ -117,7 +144,7 @@ def task_runner_for(cfg: RagrigConfig) -> Any:
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         return DaskTaskRunner(address=cfg.flow.address, client_kwargs={"timeout": cfg.flow.connect_timeout_s})
-    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(cfg))
+    return DaskTaskRunner(cluster_class=local_cluster, cluster_kwargs=local_cluster_kwargs(cfg))
 
 
 def _map_on(client: Any, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
@@ -137,14 +164,14 @@ def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
     if cfg.flow.runner == "local":
         yield None
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     _quiet_reconnect()
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         cluster, client = None, Client(cfg.flow.address, timeout=cfg.flow.connect_timeout_s)
     else:
-        cluster = LocalCluster(**local_cluster_kwargs(cfg))
+        cluster = local_cluster(**local_cluster_kwargs(cfg))
         client = Client(cluster)
     try:
         yield lambda fn, calls: _map_on(client, fn, calls)
