@@ -98,7 +98,7 @@ def test_a_sweep_at_a_tcp_listener_is_one_line_before_any_work(tmp_path, capsys)
                      "--set", "flow.connect_timeout_s=2"])
         took = time.monotonic() - t0
     err = capsys.readouterr().err.strip()
-    assert code == 1 and took < 10
+    assert code == 1 and took < 60  # the 2 s check plus start-up imports on a loaded machine; before: forever
     assert err.count("\n") == 0 and err.startswith(f"error: flow.address {address}: something listens there")
     assert not (tmp_path / "ragrig-home" / "indexes").exists()  # nothing ingested
 
