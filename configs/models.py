@@ -357,7 +357,8 @@ class FlowConfig(Strict):
     runner: Literal["local", "dask"] = "local"
     workers: int = Field(2, ge=1, le=256, description="threads (local) or LocalCluster worker processes (dask)")
     address: str | None = Field(None, pattern=r"^(tcp|tls)://\S+$", description=(
-        "a Dask scheduler to join (tcp://host:8786); null with runner dask: a LocalCluster on 127.0.0.1"))
+        "a Dask scheduler to join (tcp://host:8786; tls:// is refused: no TLS settings); null with runner dask: a "
+        "LocalCluster on 127.0.0.1"))
     connect_timeout_s: float = Field(10.0, gt=0, le=600, description="how long to wait for the scheduler at address")
     extract_batch: int = Field(64, ge=1)
 
@@ -374,7 +375,26 @@ class FlowConfig(Strict):
     def _address_needs_dask(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v and info.data.get("runner", "dask") != "dask":
             raise ValueError(f"an address needs flow.runner: dask (got {info.data['runner']})")
-        return v
+        return _scheduler_address(v) if v else v
+
+
+def _scheduler_address(v: str) -> str:
+    """A ``tcp://host:port`` that parses. ``tls://`` is refused: joining a TLS cluster needs a CA, a certificate
+    and a key on every side, which ragrig has no settings for (use tcp:// on a trusted network, or an SSH tunnel)."""
+    from urllib.parse import urlsplit
+
+    if v.startswith("tls://"):
+        raise ValueError("tls:// is not supported: a TLS cluster needs certificate and key files, which ragrig has no "
+                         "settings for; use tcp://HOST:PORT on a trusted network or through an SSH tunnel")
+    try:
+        parts = urlsplit(v)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{v} is not a scheduler address ({exc}); e.g. tcp://10.0.0.5:8786 or "
+                         "tcp://[::1]:8786") from None
+    if not parts.hostname or parts.path not in ("", "/") or port == 0:
+        raise ValueError(f"{v} is not a scheduler address; e.g. tcp://10.0.0.5:8786 or tcp://[::1]:8786")
+    return v
 
 
 class ServeConfig(Strict):

@@ -151,6 +151,8 @@ def load_run(ref: str, tracking_uri: str | None = None) -> tuple[str, dict[str, 
             data = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"{p}: not a JSON eval report ({exc.msg} at line {exc.lineno})") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{p}: not a JSON eval report (not UTF-8 text: byte {exc.start})") from None
         if "runs" in data:
             if len(data["runs"]) != 1:
                 raise InputError(f"{p}: holds {len(data['runs'])} runs (one per test set); pass a single-run report")

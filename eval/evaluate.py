@@ -98,9 +98,10 @@ def evaluate_testsets(
     for i, (ts, tg) in enumerate(zip(sets, targets, strict=True)):
         try:
             report = call("retrieve-and-score", _score, cfg, ts, retriever, tg, repeats, max_hops, label, memo)
-        except RagrigError as exc:  # the test sets before this one are logged; this one is a FAILED run
+        except Exception as exc:  # the test sets before this one are logged; this one is a FAILED run
             if logging:
-                call("log-mlflow-failure", log_failure, cfg, ts.name, str(exc), log)
+                error = str(exc) if isinstance(exc, RagrigError) else f"{type(exc).__name__}: {exc}"
+                call("log-mlflow-failure", log_failure, cfg, ts.name, error, log)
             raise
         report.testset_check = checks[i] if checks else None
         if logging:

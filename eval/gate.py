@@ -248,6 +248,10 @@ def load_baseline(path: str | Path) -> dict[str, dict[str, Any]]:
         raise InputError(f"--baseline {p}: file not found (create one with `ragrig gate --update-baseline`)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"--baseline {p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--baseline {p}: not JSON (not UTF-8 text: byte {exc.start})") from None
+    except IsADirectoryError:
+        raise InputError(f"--baseline {p}: is a directory, expected a JSON file") from None
     runs = data.get("runs") if isinstance(data, dict) and "runs" in data else [data]
     out = {}
     for r in runs:

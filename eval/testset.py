@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,24 @@ def load_testset(path: str | Path, drafts: bool = False) -> TestSet:
                              "ones you keep (or evaluate them with --include-drafts)")
         ts.cases = kept
     return ts
+
+
+def check_distinct(testsets: Sequence[TestSet]) -> None:
+    """Test sets evaluated together are distinct files with distinct names (results are keyed by name): the same
+    one given twice, or two sharing a name, is one line naming them, before any work."""
+    by_path: dict[str, TestSet] = {}
+    by_name: dict[str, TestSet] = {}
+    for ts in testsets:
+        where = str(Path(ts.path).resolve()) if ts.path else None
+        if where is not None and where in by_path:
+            raise InputError(f"test set {ts.path} is given twice; give each test set once")
+        other = by_name.get(ts.name)
+        if other is not None:
+            raise InputError(f"test sets {other.path} and {ts.path} are both named '{ts.name}'; give each its own "
+                             "name (results are kept by test-set name)")
+        if where is not None:
+            by_path[where] = ts
+        by_name[ts.name] = ts
 
 
 def only_cases(testsets: list[TestSet], ids: list[str]) -> list[TestSet]:

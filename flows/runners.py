@@ -4,21 +4,24 @@
 mapped tasks on) and ``cluster_mapper`` (a plain ``Mapper`` over a Dask client, which the library's sweep takes to
 evaluate each config as a task, and ``cluster_partitions`` a plain ingest's partitions; Dask does the scheduling).
 
-A scheduler that does not answer within ``flow.connect_timeout_s`` is one line (``SchedulerUnreachable``), before
-any work starts.
+A scheduler that does not answer within ``flow.connect_timeout_s`` (nothing listening, or something that is not a
+Dask scheduler) is one line (``SchedulerUnreachable``), before any work starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ragrig.configs.errors import RagrigError
+from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
 
 if TYPE_CHECKING:  # the library's own types; importing them here would load the retriever with every flow
@@ -46,22 +49,88 @@ def _quiet_reconnect() -> None:
 
 
 def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
-    """``flow.workers`` single-threaded worker processes on loopback, no dashboard."""
+    """``flow.workers`` single-threaded worker processes on loopback, no dashboard, each ignoring Ctrl-C (the
+driver handles it: ``cluster_worker``)."""
     return {"n_workers": cfg.flow.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
-            "host": "127.0.0.1"}
+            "host": "127.0.0.1", "preload": ["ragrig.flows.cluster_worker"]}
+
+
+@contextmanager
+def _spawning_without_sigint() -> Iterator[None]:
+    """SIGINT ignored while the cluster spawns its worker processes, which keep it ignored (Python leaves an
+    ignored SIGINT ignored; a blocked one is unblocked at spawn): a Ctrl-C to the terminal's process group then
+    never reaches a worker (each, still importing Dask, printed a KeyboardInterrupt traceback). The cost: a Ctrl-C
+    in the seconds the cluster takes to start is not seen; one after it interrupts the run. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def local_cluster(**kwargs: Any) -> Any:
+    """A ``distributed.LocalCluster`` whose workers never see Ctrl-C (``_spawning_without_sigint``; the
+    ``cluster_worker`` preload ignores it in a worker restarted later); the Prefect task runner's ``cluster_class``
+    too."""
+    from distributed import LocalCluster
+
+    with _spawning_without_sigint():
+        return LocalCluster(**kwargs)
 
 
 def check_scheduler(address: str, timeout_s: float) -> None:
-    """Raise ``SchedulerUnreachable`` unless something accepts a connection at ``address`` within ``timeout_s``
-    (Dask's own client would wait its 30 s connect timeout, then print a traceback)."""
-    parts = urlsplit(address)
+    """Raise ``SchedulerUnreachable`` unless a Dask scheduler answers at ``address`` within ``timeout_s``, all told:
+    something accepts a connection (a refusal is one line at once, where Dask's client would retry for its
+    connect timeout and print a traceback), then completes Dask's handshake and says it is a scheduler (Dask's
+    own handshake read has no timeout: a plain TCP listener or an HTTP server there kept the client waiting
+    forever)."""
+    deadline = time.monotonic() + timeout_s
+    parts = urlsplit(address)  # flow.address was validated with the config (configs/models.py)
     try:
         with socket.create_connection((parts.hostname or "", parts.port or 8786), timeout=timeout_s):
-            return
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
-    raise SchedulerUnreachable(f"flow.address {address}: no Dask scheduler answers ({reason}, waited up to "
-                               f"{timeout_s:g} s); start one (`dask scheduler`) or drop --address")
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise SchedulerUnreachable(f"flow.address {address}: no Dask scheduler answers ({reason}, waited up to "
+                                   f"{timeout_s:g} s); start one (`dask scheduler`) or drop --address") from None
+    kind = _identify(address, max(deadline - time.monotonic(), 0.1))
+    if kind is None:
+        raise SchedulerUnreachable(f"flow.address {address}: something listens there but it is not a Dask scheduler "
+                                   f"(no Dask handshake within {timeout_s:g} s); check the host and port")
+    if kind != "Scheduler":
+        raise InputError(f"flow.address {address}: a Dask {kind} answers there, not a scheduler; give the "
+                         "scheduler's address (`dask scheduler` prints it)")
+
+
+def _identify(address: str, timeout_s: float) -> str | None:
+    """What Dask server answers at ``address`` (``Scheduler``, ``Worker``, ...; None: no Dask handshake and
+    identity reply within ``timeout_s``). Runs on its own thread and event loop: callable from inside one."""
+    got: list[str | None] = [None]
+
+    async def ask() -> None:
+        from distributed.comm import connect
+
+        comm = await connect(address, timeout=timeout_s)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            reply = await comm.read()
+            got[0] = str(reply.get("type")) if isinstance(reply, dict) and reply.get("type") else None
+        finally:
+            comm.abort()
+
+    def run() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(ask(), timeout_s))
+        except Exception:  # a timeout, a closed connection, bytes that are not Dask's: not a scheduler
+            got[0] = None
+
+    t = threading.Thread(target=run, name="ragrig-check-scheduler", daemon=True)
+    t.start()
+    t.join(timeout_s + 1.0)
+    return got[0]
 
 
 def task_runner_for(cfg: RagrigConfig) -> Any:
@@ -75,7 +144,7 @@ def task_runner_for(cfg: RagrigConfig) -> Any:
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         return DaskTaskRunner(address=cfg.flow.address, client_kwargs={"timeout": cfg.flow.connect_timeout_s})
-    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(cfg))
+    return DaskTaskRunner(cluster_class=local_cluster, cluster_kwargs=local_cluster_kwargs(cfg))
 
 
 def _map_on(client: Any, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
@@ -95,14 +164,14 @@ def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
     if cfg.flow.runner == "local":
         yield None
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     _quiet_reconnect()
     if cfg.flow.address:
         check_scheduler(cfg.flow.address, cfg.flow.connect_timeout_s)
         cluster, client = None, Client(cfg.flow.address, timeout=cfg.flow.connect_timeout_s)
     else:
-        cluster = LocalCluster(**local_cluster_kwargs(cfg))
+        cluster = local_cluster(**local_cluster_kwargs(cfg))
         client = Client(cluster)
     try:
         yield lambda fn, calls: _map_on(client, fn, calls)

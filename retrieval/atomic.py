@@ -56,3 +56,20 @@ def write_atomic(path: Path, data: bytes, durable: bool = True, parents: bool = 
     if durable:
         fsync_dir(target.parent)
     return target
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``write_atomic(path, ...)`` would fail before it writes anything (None: it can write): ``path`` is a
+    folder, or the nearest folder that exists on its way is a file or not writable (missing folders are created).
+    Checked before any work, so a long run never ends in an error about where its result goes."""
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        return "is a directory; give a file path"
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder {folder} is not writable"
+    return None

@@ -19,6 +19,11 @@ from ragrig.eval.tracking.secrets import safe_params
 from ragrig.eval.tracking.store import ensure_experiment
 
 
+def run_status(exc: BaseException) -> str:
+    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
+    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
+
+
 def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     """Open the parent run (MLflow's active run until ``finish_parent``)."""
     import mlflow
@@ -26,14 +31,18 @@ def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     exp = ensure_experiment(cfg)
     run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}",
                            tags={"ragrig.sweep": spec.name, **owner_tags()})
-    mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
-                       "sweep.configs": len(expand(spec))})
-    # the base config once, here; each child run logs only its own overrides (and provenance)
-    swept = {k for _, ov in expand(spec) for k in ov}
-    base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
-    items = sorted(base.items())
-    for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
-        mlflow.log_params(dict(items[i : i + 100]))
+    try:
+        mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
+                           "sweep.configs": len(expand(spec))})
+        # the base config once, here; each child run logs only its own overrides (and provenance)
+        swept = {k for _, ov in expand(spec) for k in ov}
+        base = safe_params({k: v for k, v in cfg.flat().items() if k not in swept})
+        items = sorted(base.items())
+        for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
+            mlflow.log_params(dict(items[i : i + 100]))
+    except BaseException as exc:  # left active, MLflow's exit hook would end it FINISHED
+        mlflow.end_run(status=run_status(exc))
+        raise
     return run
 
 
@@ -47,8 +56,26 @@ def child_options(parent: Any, spec: SweepSpec, label: str, overrides: dict[str,
                       parent_run_id=parent.info.run_id)
 
 
-def finish_parent(result: SweepResult) -> None:
-    """Log the outcome on the active parent run, note its id on ``result``, and end it (also on failure)."""
+def mark_parent(run_id: str | None, status: str) -> None:
+    """Set an ended parent run's status (tune's steps after the sweep: a failure there is the whole run's)."""
+    if run_id:
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient().set_terminated(run_id, status)
+
+
+def log_failed_child(cfg: RagrigConfig, sets: list[Any], exc: BaseException, log: RunOptions) -> None:
+    """The FAILED child run of a config whose evaluation failed, one per test set, with the error: the store
+    shows which candidate broke, not only that the sweep did."""
+    from ragrig.eval.tracking.runs import log_failure
+
+    for ts in sets:
+        log_failure(cfg, ts.name, f"{type(exc).__name__}: {exc}", log)
+
+
+def finish_parent(result: SweepResult, status: str = "FINISHED") -> None:
+    """Log the outcome on the active parent run, note its id on ``result``, and end it with ``status`` (also when
+    logging the outcome fails)."""
     import mlflow
 
     try:
@@ -65,4 +92,4 @@ def finish_parent(result: SweepResult) -> None:
             mlflow.log_artifacts(str(t))
         result.parent_run_id = mlflow.active_run().info.run_id
     finally:
-        mlflow.end_run()
+        mlflow.end_run(status=status)

@@ -21,11 +21,11 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.adapted import materialize
-from ragrig.eval.sweep.parent import child_options, finish_parent, start_parent
+from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
 from ragrig.eval.sweep.remote import evaluate_config, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
-from ragrig.eval.testset import TestSet, load_testset
+from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tracking.runs import log_report
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.index.chroma import writes_collection
@@ -59,10 +59,12 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     if not paths:
         raise InputError("sweep: no test set (set 'testsets' in the sweep file or eval.testsets in the base config)")
     sets = [load_testset(t) for t in paths]
+    check_distinct(sets)
     groups: dict[str, list[Item]] = {}
     for item in configs:
         groups.setdefault(item[2].ingest_hash(), []).append(item)
     base = configs[0][2]
+    status = "FINISHED"
     parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
     try:
         with frozen_heap():
@@ -73,10 +75,13 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
             else:
                 _run_mapped(spec, list(groups.values()), sets, result, seen_texts, parent, call, progress, on_report,
                             mapper)
+    except BaseException as exc:  # the parent says what happened: Ctrl-C (KILLED) or a failed config (FAILED)
+        status = run_status(exc)
+        raise
     finally:
         result.seconds["total"] = time.perf_counter() - t0
         if parent is not None:
-            finish_parent(result)
+            finish_parent(result, status)
     return result
 
 
@@ -116,7 +121,14 @@ def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], 
             logs.append((cfg, log))
             calls.append((_home_pinned(items[0][2]), version.version, label, ov, _home_pinned(cfg), sets,
                           log if logs_in_tasks(cfg) else None))
-    for (cfg, log), pairs in zip(logs, mapper(evaluate_config, calls)):
+    results = mapper(evaluate_config, calls)
+    for cfg, log in logs:
+        try:
+            pairs = next(results)
+        except Exception as exc:  # this config's task failed: its child run says so (a task that logs did)
+            if log is not None and not logs_in_tasks(cfg) and cfg.mlflow.enabled:
+                log_failed_child(cfg, sets, exc, log)
+            raise
         for row, report in pairs:
             if log is not None and row.run_id is None and cfg.mlflow.enabled:
                 row.run_id = report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)

@@ -35,6 +35,9 @@ def check_folds(k: int, strata: Sequence[str], where: str, stratify: bool = True
         small = sorted((c, s) for s, c in counts.items() if c < k)
         if small:
             c, s = small[0]
+            if c < 2:  # no k >= 2 stratifies a one-case tag: only dropping the stratification (or cases) fixes it
+                raise InputError(f"{where}: tag '{s}' (a case's first tag) has only {c} case, and stratified folds "
+                                 "need at least 2 per tag; use --no-stratify, or give that tag more cases")
             raise InputError(f"{where}: tag '{s}' has {c} case(s), fewer than folds={k}; use --folds {c} or fewer, "
                              "or --no-stratify")
 

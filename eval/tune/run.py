@@ -19,9 +19,10 @@ import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.result import SweepRow
+from ragrig.eval.sweep.parent import mark_parent, run_status
 from ragrig.eval.sweep.run import Mapper, run_sweep
 from ragrig.eval.sweep.spec import Resolved
-from ragrig.eval.testset import TestSet, load_testset
+from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tune.folds import assign_folds, check_folds, split_holdout, stratum
 from ragrig.eval.tune.report import CandidateRow, TuneResult, summary_markdown
 from ragrig.eval.tune.select import bootstrap_ci, decide, nested, per_tag, pick
@@ -36,6 +37,7 @@ def load_cases(paths: list[str]) -> tuple[list[TestSet], list[str], list[list[st
     if not paths:
         raise InputError("tune: no test set (--testset FILE, 'testsets' in the space file, or eval.testsets)")
     sets = [load_testset(p) for p in paths]
+    check_distinct(sets)  # the same set twice would leave cases unscored, found only after every candidate ran
     keys, tags = [], []
     for ts in sets:
         for c in ts.cases:
@@ -65,6 +67,9 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
     if holdout_seeds and holdout is None:
         raise InputError("tune: --holdout-seeds needs --holdout-fraction (the share of cases each seed holds out)")
     seeds = list(dict.fromkeys(holdout_seeds or [spec.seed]))
+    if any(s < 0 for s in seeds):
+        raise InputError(f"tune: --holdout-seeds {' '.join(map(str, holdout_seeds or []))}: a seed is a whole number "
+                         "0 or more")
     for seed in seeds:  # every split checked before any work
         _split(strata, holdout, seed, spec, where)
 
@@ -89,25 +94,28 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
     sweep_spec = spec.model_copy(update={"testsets": paths})
     sweep = run_sweep(sweep_spec, extra, log_mlflow=log_mlflow, progress=progress, configs=items, on_report=collect,
                       mapper=mapper)
-    if np.isnan(scores).any():
-        raise InputError(f"tune: some cases got no score ({int(np.isnan(scores).sum())}); check the test sets")
-
-    t1 = time.perf_counter()
-    runs = [_choose(spec.model_copy(update={"seed": seed}), scores, items, rows, sets, tags, strata, holdout, where)
-            for seed in seeds]
-    result = runs[0]
-    if holdout is not None:
-        result.holdout_runs = [r.holdout for r in runs if r.holdout is not None]
-    elif result.significant and write:
-        result.written = write_winner(Path(write), items[labels.index(result.winner)][2], result)
-    result.indexes = [vars(ix) for ix in sweep.indexes]
-    result.parent_run_id = sweep.parent_run_id
-    result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
-                      "sweep": sweep.seconds.get("total", 0.0)}
-    if sweep.parent_run_id:
-        _log(cfg0, result)
-    result.seconds["total"] = time.perf_counter() - t0
-    return result
+    try:
+        if np.isnan(scores).any():
+            raise InputError(f"tune: some cases got no score ({int(np.isnan(scores).sum())}); check the test sets")
+        t1 = time.perf_counter()
+        runs = [_choose(spec.model_copy(update={"seed": seed}), scores, items, rows, sets, tags, strata, holdout,
+                        where) for seed in seeds]
+        result = runs[0]
+        if holdout is not None:
+            result.holdout_runs = [r.holdout for r in runs if r.holdout is not None]
+        elif result.significant and write:
+            result.written = write_winner(Path(write), items[labels.index(result.winner)][2], result)
+        result.indexes = [vars(ix) for ix in sweep.indexes]
+        result.parent_run_id = sweep.parent_run_id
+        result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
+                          "sweep": sweep.seconds.get("total", 0.0)}
+        if sweep.parent_run_id:
+            _log(cfg0, result)
+        result.seconds["total"] = time.perf_counter() - t0
+        return result
+    except BaseException as exc:  # the sweep ended its parent FINISHED: a failure (or Ctrl-C) here is the tune's
+        mark_parent(sweep.parent_run_id, run_status(exc))
+        raise
 
 
 def _split(strata: list[str], holdout: float | None, seed: int, spec: TuneSpace,

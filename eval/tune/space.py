@@ -14,11 +14,14 @@ from typing import Any
 
 from pydantic import Field
 from ragrig.configs.errors import InputError
+from ragrig.configs.load import DEFAULT_CONFIG
 from ragrig.eval.metrics import METRICS
 from ragrig.eval.sweep.adapted import wants_adapt
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, fmt_value, load_sweep, resolve
 
 DEFAULT_LABEL = "default"
+BUILT_IN = DEFAULT_CONFIG.parent / "tune" / "first.yaml"
+"""The space ``ragrig tune`` tunes when given no FILE: the options docs/tune.md recommends first, on one index."""
 
 
 class TuneSpace(SweepSpec):

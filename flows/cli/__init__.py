@@ -16,7 +16,7 @@ import sys
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
 from ragrig.flows.cli import adapt, compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
-from ragrig.flows.cli.common import quiet_env, runner_overrides
+from ragrig.flows.cli.common import check_outputs, quiet_env, runner_overrides
 
 GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, adapt, index, testsets, diff)  # the order of `ragrig --help`
 
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.overrides = [*args.overrides, *runner_overrides(args)]  # --runner & co. are config overrides
         cfg = load_config(args.config, args.overrides)
+        check_outputs(args)  # every output path, before any work
         from ragrig.retrieval.search.query import load_synonyms
 
         load_synonyms(cfg.retrieval.synonyms)  # a bad synonyms file fails every command up front

@@ -13,7 +13,7 @@ from ragrig.flows.cli.common import add_common, add_runner, prefect_home, write_
 def register(sub: Any) -> None:
     p = sub.add_parser("adapt", help="fine-tune the encoder on the published index (self-supervised; docs/adapt.md)")
     add_common(p)
-    p.add_argument("--output", "-o", metavar="DIR", default=None,
+    p.add_argument("--output", "-o", dest="output_dir", metavar="DIR", default=None,
                    help="the model folder (default: <home>/models/<index>-<version>-<recipe hash>/, reused when "
                    "it already holds this training)")
     p.add_argument("--force", action="store_true", help="train again even when the folder holds this training "
@@ -35,12 +35,12 @@ def cmd_adapt(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     if args.no_prefect:
         from ragrig.eval.adapt import run_adapt
 
-        result = run_adapt(cfg, args.output, force=args.force, progress=progress, compare=compare)
+        result = run_adapt(cfg, args.output_dir, force=args.force, progress=progress, compare=compare)
     else:
         prefect_home()
         from ragrig.flows.adapt import run_adapt_flow
 
-        result = run_adapt_flow(cfg, args.config, args.overrides, args.output, force=args.force, progress=progress,
+        result = run_adapt_flow(cfg, args.config, args.overrides, args.output_dir, force=args.force, progress=progress,
                                 compare=compare)
     write_json(args.output_json, result)
     print_adapt(result)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ragrig.configs.errors import RagrigError
+from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
 
 
@@ -59,8 +59,37 @@ def quiet_env(cfg: RagrigConfig) -> None:
 
 def prefect_home() -> None:
     """Prefect needs its home to exist when it is first imported; created only when a flow is about to run, so
-    a command that fails validation writes nothing."""
+    a command that fails validation writes nothing. Then Prefect's temporary server is started, set to die with
+    this process (``flows/prefect_server.py``)."""
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from ragrig.flows.prefect_server import start_ephemeral_server
+
+    start_ephemeral_server()  # Prefect's temporary API server, dying with this process (even SIGKILLed)
+
+
+OUTPUTS = {"output_json": "--output-json", "markdown": "--markdown", "junit": "--junit", "write": "--write",
+           "output": "--output"}
+"""Every command's output-file options (argparse dest: flag), checked by ``check_outputs`` before any work."""
+
+
+def check_output(path: str | Path, flag: str) -> None:
+    """One line, exit 2, when ``path`` cannot be written (a folder, an unwritable or non-folder parent)."""
+    from ragrig.retrieval.atomic import unwritable
+
+    problem = unwritable(Path(path))
+    if problem:
+        raise InputError(f"{flag} {path}: {problem}")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path a command was given (``OUTPUTS``; gate's ``--baseline`` with ``--update-baseline``),
+    checked before the command does any work: a tune or sweep never runs to the end and then fails to write."""
+    for dest, flag in OUTPUTS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value:  # `testset check --write` is a switch, not a path
+            check_output(value, flag)
+    if getattr(args, "update_baseline", False):
+        check_output(args.baseline, "--baseline")
 
 
 def write_text(path: str | None, text: str) -> None:

@@ -4,17 +4,21 @@ cross-validation, and write it only when its held-out gain over the default is s
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
-from ragrig.flows.cli.common import add_common, add_runner, write_json
+from ragrig.flows.cli.common import add_common, add_runner, check_output, write_json
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("tune", help="choose a config from a space by nested cross-validation on your test set")
     add_common(p)
-    p.add_argument("space", metavar="FILE", help="a space file (configs/tune/*.yaml: a sweep file plus folds/seed)")
+    p.add_argument("space", metavar="FILE", nargs="?", default=None,
+                   help="a space file (configs/tune/*.yaml: a sweep file plus folds/seed); without one, the built-in "
+                   "space (configs/tune/first.yaml: fusion, depth, hops, section view, rerank, a second encoder) "
+                   "on your --config and test sets")
     p.add_argument("--testset", "-t", action="append", default=[], help="test set YAML (default: the space's, "
                    "else eval.testsets)")
     p.add_argument("--folds", "-k", type=int, default=None, help="k of the k-fold cross-validation (space: folds)")
@@ -36,10 +40,14 @@ def register(sub: Any) -> None:
 
 def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.tune.run import run_tune
-    from ragrig.eval.tune.space import load_space, resolve_space, with_options
+    from ragrig.eval.tune.space import BUILT_IN, load_space, resolve_space, with_options
     from ragrig.flows.render.tune import print_tune, progress_bar
 
-    spec = load_space(args.space)
+    spec = load_space(args.space or BUILT_IN)
+    if args.space is None:  # one line, on stderr: stdout stays the result
+        print(f"tuning the built-in space ({BUILT_IN.name}: fusion, candidate depth, hops, section view, rerank, "
+              f"a second encoder) on {args.config or 'the default config'}; give a space FILE to choose your own",
+              file=sys.stderr)
     update: dict[str, Any] = {k: v for k, v in (("folds", args.folds), ("seed", args.seed), ("alpha", args.alpha))
                               if v is not None}
     if args.no_stratify:
@@ -50,6 +58,7 @@ def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     configs = resolve_space(spec, args.overrides)  # every candidate validated before any work
     testsets = [str(Path(t).resolve()) for t in args.testset] or None
     write = args.write or f"tuned-{spec.name}.yaml"
+    check_output(write, "--write")  # the default path too, before any candidate runs
     from ragrig.flows.runners import cluster_mapper
 
     with cluster_mapper(configs[0][2]) as mapper, progress_bar(len(configs), quiet=args.quiet) as step:

@@ -54,8 +54,7 @@ class OnnxCrossEncoder:
         self.tokenizer.no_padding()
         self.session = cpu_session(model_file, "retrieval.rerank.model")
         self.inputs = {i.name for i in self.session.get_inputs()}
-        outs = [o.name for o in self.session.get_outputs()]
-        self.output = "logits" if "logits" in outs else outs[0]
+        self.output = _logits_output(self.session, folder)
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Logits of every pair: tokenized once, sorted by length and batched, so a batch pads to little."""
@@ -76,10 +75,41 @@ class OnnxCrossEncoder:
         return out
 
 
+def _logits_output(session: object, folder: Path) -> str:
+    """The name of the model's one-score output: ``logits`` of shape (batch, 1). A bi-encoder (say, the bge-small
+    folder: ``last_hidden_state``) is refused with one line; scoring pairs with its first column is noise."""
+    outs = session.get_outputs()  # type: ignore[attr-defined]
+    logits = next((o for o in outs if o.name == "logits"), None)
+    if logits is None or len(logits.shape) != 2 or logits.shape[-1] != 1:
+        got = ", ".join(f"{o.name} {list(o.shape)}" for o in outs)
+        raise InputError(f"retrieval.rerank.model: {folder} is not a cross-encoder (it needs an output 'logits' of "
+                         f"width 1, one score per pair; it has {got}); use {RERANKER_EN.aliases[0]} or a "
+                         "cross-encoder's folder")
+    return "logits"
+
+
+def _check_sequence_classifier(folder: Path) -> None:
+    """A sentence-transformers folder is a cross-encoder only with a one-label sequence-classification head:
+    ``CrossEncoder`` would put a random head on a bi-encoder and score with it."""
+    import json
+
+    try:
+        conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no readable config: sentence-transformers says what is missing
+    arch = [a for a in conf.get("architectures") or [] if isinstance(a, str)]
+    labels = len(conf.get("id2label") or {}) or int(conf.get("num_labels", 1) or 1)
+    if not any(a.endswith("ForSequenceClassification") for a in arch) or labels != 1:
+        raise InputError(f"retrieval.rerank.model: {folder} is not a cross-encoder (config.json: architectures "
+                         f"{arch or 'none'}, {labels} label(s); it needs a ...ForSequenceClassification model with 1 "
+                         f"label); use {RERANKER_EN.aliases[0]} or a cross-encoder's folder")
+
+
 class TorchCrossEncoder:
     def __init__(self, path: str, batch_size: int = 16, device: str = "cpu") -> None:
         from sentence_transformers import CrossEncoder
 
+        _check_sequence_classifier(Path(path))
         self.id = path
         self.batch_size = batch_size
         from ragrig.retrieval.encoders.device import resolve_device
