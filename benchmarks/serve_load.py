@@ -20,6 +20,8 @@ Writes benchmarks/results/serve_load.json and prints Markdown tables.
     python benchmarks/serve_load.py --home /work/state/home [--requests 300] [--levels 1 4 16] [--skip-latency]
     python benchmarks/serve_load.py --config configs/default.yaml --testset datasets/testsets/sample.yaml \
         --home .ragrig --levels 1 --skip-switch --out /tmp/serve_load-sample.json
+    python benchmarks/serve_load.py --home HOME --gc-freeze both --rounds 2 --levels 1 4 16 --skip-switch
+        (serve.gc_freeze off vs on, alternated, side by side: docs/serve-latency.md "Freezing the index")
 """
 
 from __future__ import annotations
@@ -175,13 +177,14 @@ def load(url: str, queries: list[str], clients: int, requests: int, top_k: int =
 
 
 def latency(home: Path, levels: list[int], requests: int, tmp: Path, config: Path,
-            queries: list[str], extra: list[str] = ()) -> dict[str, Any]:
+            queries: list[str], extra: list[str] = (), in_process_too: bool = True) -> dict[str, Any]:
     env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     sets = ["--set", "retrieval.cache_size=0", *(x for item in extra for x in ("--set", item))]
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     out: dict[str, Any] = {"home": str(home), "config": str(config), "queries": len(queries), "levels": []}
     t0 = time.perf_counter()
-    with serve(["-c", str(config), *sets], env, tmp / "serve-latency.log") as url:
+    log = tmp / f"serve-latency-{len(list(tmp.glob('serve-latency*.log')))}.log"
+    with serve(["-c", str(config), *sets], env, log) as url:
         out["startup_s"] = time.perf_counter() - t0
         out["health"] = httpx.get(url + "/health", timeout=30).json()
         load(url, queries, 1, 20)  # warm-up
@@ -195,6 +198,8 @@ def latency(home: Path, levels: list[int], requests: int, tmp: Path, config: Pat
         out["server_stage_mean_ms"] = stage_means(url)
     after = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     out["home_files_changed"] = sorted(str(p) for p in set(before) | set(after) if before.get(p) != after.get(p))
+    if not in_process_too:
+        return out
     # right after, the server stopped: the same search in this process, on torch's default threads and on the
     # server's (its serve.torch_threads choice)
     served_threads = out["health"].get("torch_threads")
@@ -214,6 +219,27 @@ def latency(home: Path, levels: list[int], requests: int, tmp: Path, config: Pat
                   f"{x['p95_ms']:.1f} ms; served (on {served_threads}) / in-process p50 "
                   f"{one['p50_ms'] / x['p50_ms']:.2f}x", flush=True)
     return out
+
+
+def gc_freeze_pairs(run: tuple, sets: list[str], rounds: int) -> dict[str, Any]:
+    """The latency part without and with ``serve.gc_freeze``, alternated ``rounds`` times (a load change on the
+    shared machine hits both), each a fresh server on the same index and queries; per level, every run's
+    percentiles and the medians over the runs."""
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+    for r in range(rounds):
+        for mode in ("off", "on"):
+            print(f"  round {r + 1}, serve.gc_freeze {mode}:", flush=True)
+            runs[mode].append(latency(*run, [*sets, f"serve.gc_freeze={mode == 'on'}"], in_process_too=False))
+    levels = [lv["clients"] for lv in runs["off"][0]["levels"]]
+    table = []
+    for i, clients in enumerate(levels):
+        row: dict[str, Any] = {"clients": clients}
+        for mode, xs in runs.items():
+            for q in ("p50_ms", "p95_ms", "p99_ms", "qps"):
+                row[f"{mode}_{q}"] = float(np.median([x["levels"][i][q] for x in xs]))
+                row[f"{mode}_{q}_runs"] = [x["levels"][i][q] for x in xs]
+        table.append(row)
+    return {"rounds": rounds, "levels": table, "runs": runs}
 
 
 def write_corpus(corpus: Path, n: int) -> None:
@@ -309,19 +335,26 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT / "serve_load.json")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for the latency part, e.g. serve.torch_threads=1 (repeatable)")
+    ap.add_argument("--gc-freeze", choices=["on", "off", "both"], default="on",
+                    help="serve.gc_freeze for the latency part; both: servers without and with it, alternated "
+                         "--rounds times (off first, then on), side by side in one table (no in-process part)")
+    ap.add_argument("--rounds", type=int, default=2, help="--gc-freeze both: off/on pairs (default 2)")
     args = ap.parse_args()
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
     with tempfile.TemporaryDirectory(prefix="ragrig-serve-load-") as tmp:
         if not args.skip_latency:
-            print("latency on SciFact:", flush=True)
+            print(f"latency ({args.config.name}):", flush=True)
             if args.testset is not None:
                 from ragrig.eval.testset import load_testset
 
                 queries = [c.query for c in load_testset(args.testset).cases]
             else:
                 queries = scifact_queries()
-            result["latency"] = latency(args.home.resolve(), args.levels, args.requests, Path(tmp),
-                                        args.config.resolve(), queries, args.sets)
+            run = (args.home.resolve(), args.levels, args.requests, Path(tmp), args.config.resolve(), queries)
+            if args.gc_freeze == "both":
+                result["gc_freeze"] = gc_freeze_pairs(run, args.sets, args.rounds)
+            else:
+                result["latency"] = latency(*run, [*args.sets, f"serve.gc_freeze={args.gc_freeze == 'on'}"])
         if not args.skip_switch:
             print("publish mid-run:", flush=True)
             result["switch"] = switch(Path(tmp), args.switch_clients, 300, 300)
@@ -336,6 +369,16 @@ def main() -> None:
 
 def markdown(r: dict[str, Any]) -> str:
     lines = []
+    if "gc_freeze" in r:
+        g = r["gc_freeze"]
+        lines += [f"serve.gc_freeze off vs on: medians of {g['rounds']} alternated runs each (every run in brackets)",
+                  "", "| clients | p50 ms off / on | p99 ms off / on | p99 on / off | req/s off / on |",
+                  "|---:|---|---|---:|---|"]
+        for row in g["levels"]:
+            runs = " ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(row["off_p99_ms_runs"], row["on_p99_ms_runs"]))
+            lines.append(f"| {row['clients']} | {row['off_p50_ms']:.1f} / {row['on_p50_ms']:.1f} | "
+                         f"{row['off_p99_ms']:.1f} / {row['on_p99_ms']:.1f} ({runs}) | "
+                         f"{row['on_p99_ms'] / row['off_p99_ms']:.2f} | {row['off_qps']:.1f} / {row['on_qps']:.1f} |")
     if "latency" in r:
         lines += ["| clients | requests | p50 ms | p95 ms | p99 ms | req/s | errors |",
                   "|---:|---:|---:|---:|---:|---:|---:|"]

@@ -416,6 +416,9 @@ class ServeConfig(Strict):
         "faster (quiet 2 cores: 2 threads ~11 ms a query, 1 ~15 ms; busy: 2 threads measured 6-10x slower, "
         "OpenMP threads spin when the cores are oversubscribed); retrieval/serve/threads.py")
     timeout_s: float = Field(30.0, gt=0, le=3600, description="the client's timeout per request")
+    gc_freeze: bool = Field(True, description="freeze the loaded index against Python's cyclic garbage collector "
+                            "while serving (a full collection would walk all of it; refrozen on each switch); "
+                            "false only to measure the difference (docs/serve-latency.md)")
 
 
 class RagrigConfig(Strict):

@@ -60,6 +60,69 @@ def ragrig_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session", autouse=True)
+def loaded_models_shared() -> Iterator[None]:
+    """Each ``ragrig`` command run in-process builds its encoder, and loading the sentence-transformers model from
+    disk is 0.5-4 s of 2 cores a time; here a test process loads each installed model once and every later
+    ``TorchEncoder`` gets that model (the code only reads it: it encodes and tokenizes). Models under the temp
+    folder (tests that write or change one) load each time, as without this; so do the ONNX and endpoint
+    backends. Subprocesses load their own."""
+    from ragrig.retrieval.encoders import torch_backend
+    from ragrig.retrieval.encoders.device import resolve_device
+
+    real = torch_backend.TorchEncoder.__init__
+    loaded: dict[tuple[str, str], Any] = {}
+    scratch = os.path.realpath(tempfile.gettempdir())
+
+    def init(self: Any, target: str, cfg: Any) -> None:
+        key = (str(target), str(resolve_device(cfg.device)))
+        if key in loaded:
+            self.cfg, self.model = cfg, loaded[key]
+            return
+        real(self, target, cfg)
+        if not os.path.realpath(str(target)).startswith(scratch):
+            loaded[key] = self.model
+
+    torch_backend.TorchEncoder.__init__ = init
+    yield
+    torch_backend.TorchEncoder.__init__ = real
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mlflow_store_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A new MLflow SQLite store starts as a copy of one made once per test process. MLflow creates a store's
+    tables by running its ~60 migrations, 3-13 s of 2 cores each time, and every test that evaluates gets a home,
+    so a store, of its own; the copy is the same database (tables and schema revision, no rows: MLflow adds its
+    default experiment when it opens it, ragrig its own). Only what this process opens through
+    ``eval.tracking.store`` (which sees every new store first: ``wal_journal``); subprocesses make their own."""
+    from ragrig.eval.tracking import store
+
+    real = store.wal_journal
+    template: list[Path] = []
+
+    def wal_journal(uri: str) -> None:
+        db = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+        if db is not None and db.name and not db.exists():
+            if not template:
+                import sqlalchemy
+                from mlflow.store.db.utils import _initialize_tables
+
+                path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+                engine = sqlalchemy.create_engine(f"sqlite:///{path}")
+                try:
+                    _initialize_tables(engine)
+                finally:
+                    engine.dispose()
+                template.append(path)
+            db.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(template[0], db)
+        real(uri)
+
+    store.wal_journal = wal_journal
+    yield
+    store.wal_journal = real
+
+
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[None]:
     """One temporary Prefect server and database per test process (starting one takes ~9 s of 2 cores; the tests
@@ -122,6 +185,60 @@ def _write_files(root: Path, files: dict[str, str | bytes]) -> Path:
 def write_files():
     """``write_files(root, {relative path: text or bytes})`` writes the files below root and returns root."""
     return _write_files
+
+
+# Options every published template is built with (and that the tests' own --set lists repeat).
+PUBLISHED_SETS = ("retrieval.synonyms=null", "eval.testsets=[]")
+
+
+@pytest.fixture(scope="session")
+def published_templates(tmp_path_factory: pytest.TempPathFactory):
+    """``build(docs, build_sets) -> (corpus, home)``: ``docs`` written to a corpus folder and published by a real
+    ``ragrig ingest`` into a home of their own, once per test process for each distinct (docs, build_sets). Tests
+    never use these directly: ``published`` copies the home into the test's own."""
+    from ragrig.configs.load import load_config
+    from ragrig.flows.cli import main
+    from ragrig.retrieval.index import chroma
+    from ragrig.retrieval.index.layout import Layout
+
+    built: dict[tuple, tuple[Path, Path]] = {}
+
+    def build(docs: dict[str, str], build_sets: tuple[str, ...]) -> tuple[Path, Path]:
+        key = (tuple(sorted(docs.items())), build_sets)
+        if key not in built:
+            root = tmp_path_factory.mktemp("published")
+            corpus, home = _write_files(root / "corpus", docs), root / "home"
+            items = [f"corpus.path={corpus}", *PUBLISHED_SETS, *build_sets]
+            previous = os.environ.get("RAGRIG_HOME")
+            os.environ["RAGRIG_HOME"] = str(home)  # as a test's ingest runs: the home from the environment
+            try:
+                assert main(["ingest", "--no-prefect", "-q", *(x for i in items for x in ("--set", i))]) == 0
+                cfg = load_config(overrides=items)
+                chroma.forget_client(cfg.index.chroma, Layout(cfg).chroma_dir)  # its store closed before copies
+            finally:
+                os.environ["RAGRIG_HOME"] = previous or ""
+                if previous is None:
+                    del os.environ["RAGRIG_HOME"]
+            built[key] = (corpus, home)
+        return built[key]
+
+    return build
+
+
+@pytest.fixture
+def published(published_templates, ragrig_home: Path):
+    """``published(docs, *build_sets) -> corpus``: ``docs`` ingested and published (with ``PUBLISHED_SETS`` and
+    ``build_sets``) in this test's home, as ``ragrig ingest`` left it: the embedding and extract caches, the
+    version, its Chroma store. The ingest runs once per test process; each test gets a copy of its home
+    (~10 ms against ~2 s for an ingest), so a test may damage or re-ingest its index freely. The corpus folder is
+    the one the index was built from (its path is part of the index key) and is shared: a test that changes
+    the corpus builds its own index instead."""
+    def copy(docs: dict[str, str], *build_sets: str) -> Path:
+        corpus, home = published_templates(docs, tuple(build_sets))
+        shutil.copytree(home, ragrig_home, symlinks=True, dirs_exist_ok=True)
+        return corpus
+
+    return copy
 
 
 def _write_docx(path: Path, sections: list[tuple[int, str, str]]) -> Path:

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import FastAPI, Header, Request, Response
@@ -30,6 +30,7 @@ from ragrig.configs.models import RagrigConfig, settings_digest
 from ragrig.retrieval.context import build_context
 from ragrig.retrieval.results import RetrievalResult, json_bytes
 from ragrig.retrieval.filters import Filters
+from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.search.retriever import Retriever
 from ragrig.retrieval.serve.api import (
     BodyLimit,
@@ -117,10 +118,13 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if watch:
-            live.watch(cfg.serve.poll_s)
-        yield
-        live.stop()
+        # the loaded index (and model) frozen against the cyclic collector while serving (serve.gc_freeze): a full
+        # collection would walk it all (~0.4 s on SciFact) for garbage it never holds; a swap refreezes (live.py)
+        with frozen_heap(collect=2) if cfg.serve.gc_freeze else nullcontext():
+            if watch:
+                live.watch(cfg.serve.poll_s)
+            yield
+            live.stop()
         search_thread.shutdown(wait=False, cancel_futures=True)
 
     # /docs and /openapi.json are served below behind the same token rule as /metrics (FastAPI's own are open)

@@ -7,7 +7,9 @@
 
 A request holds the ``Slot`` it acquired until it finishes; ``check`` opens the new version beside the old one
 (reusing the loaded model), then swaps the current slot under a lock, so a request sees the old version or the
-new one, never both. The old slot is released when its last request finishes. Opening a version that fails
+new one, never both. The old slot is released when its last request finishes; inside the server's frozen heap
+(``frozen_heap``, app.py) the release refreezes, so the old version's reference cycles are collected and the new
+version is frozen in its place. Opening a version that fails
 (e.g. pruned meanwhile) keeps the old one and is retried on the next poll, logged once per version.
 
 Searches themselves run one at a time on the app's search thread (app.py), which this does not need to know.
@@ -23,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.frozen_heap import refreeze
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.search.retriever import Retriever
@@ -117,6 +120,7 @@ class LiveIndex:
     def _release(self, slot: Slot) -> None:
         self.released.append(slot.version)
         slot.retriever = None  # type: ignore[assignment]  # the last reference to the old version's data
+        refreeze()  # frozen, what it held in cycles would never be collected; the new version is frozen instead
 
     # ---- polling --------------------------------------------------------------------------------------------
     def watch(self, every_s: float) -> None:

@@ -92,14 +92,24 @@ def cli(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, cap.out, cap.err
 
 
+# written by a config that reads Chroma, so the version has a collection to damage (the default writes none);
+# everything after runs on the default config
+BUILD = "index.vector_search.mode=chroma"
+
+
 @pytest.fixture
-def indexed(tmp_path, write_files, make_config):
+def indexed(published, make_config):
+    """DOCS published in this test's home (a copy of one ingest per test process: conftest ``published``)."""
+    corpus = published(DOCS, BUILD)
+    return make_config(corpus), corpus
+
+
+@pytest.fixture
+def indexed_own_corpus(tmp_path, write_files, make_config):
+    """The same, ingested here over a corpus of this test's own: for the tests that add a document to it."""
     corpus = write_files(tmp_path / "corpus", DOCS)
-    cfg = make_config(corpus)
-    # written by a config that reads Chroma, so the version has a collection to damage (the default writes none);
-    # everything after runs on the default config
-    assert main(["ingest", "--no-prefect", "-q", *sets(corpus), "--set", "index.vector_search.mode=chroma"]) == 0
-    return cfg, corpus
+    assert main(["ingest", "--no-prefect", "-q", *sets(corpus), "--set", BUILD]) == 0
+    return make_config(corpus), corpus
 
 
 # Damage to the Chroma store alone: a version stores its own vectors, so the default search answers; a query
@@ -156,8 +166,9 @@ def test_each_corruption_is_named_by_health_one_line_for_a_query_and_rebuilt_by_
 
 
 @pytest.mark.parametrize("which", ["embeddings.sqlite", "extract.sqlite"])
-def test_a_corrupt_cache_file_is_one_line_that_names_it_and_says_deleting_it_is_safe(which, indexed, capsys):
-    cfg, corpus = indexed
+def test_a_corrupt_cache_file_is_one_line_that_names_it_and_says_deleting_it_is_safe(which, indexed_own_corpus,
+                                                                                   capsys):
+    cfg, corpus = indexed_own_corpus
     layout = Layout(cfg)
     path = layout.cache_dir / which
     for p in layout.cache_dir.glob(f"{which}*"):
@@ -176,8 +187,8 @@ def test_a_corrupt_cache_file_is_one_line_that_names_it_and_says_deleting_it_is_
     assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 0
 
 
-def test_a_cache_damaged_inside_a_valid_database_is_the_same_clear_line(indexed, capsys):
-    cfg, corpus = indexed
+def test_a_cache_damaged_inside_a_valid_database_is_the_same_clear_line(indexed_own_corpus, capsys):
+    cfg, corpus = indexed_own_corpus
     path = Layout(cfg).extract_cache
     db = sqlite3.connect(path)
     db.execute("DROP TABLE docs")

@@ -6,7 +6,6 @@ import pytest
 from ragrig.flows.cli import main
 from ragrig.retrieval.index.health import check_index
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
 
@@ -17,13 +16,10 @@ DOCS = {
 
 
 @pytest.fixture
-def indexed(tmp_path, write_files, make_config, embedder):
-    corpus = write_files(tmp_path / "corpus", DOCS)
-    cfg = make_config(corpus, "index.vector_search.mode=chroma")  # health checks the collection too
-    pipe = IngestPipeline(cfg)
-    pipe.embedder = embedder
-    assert pipe.run().published
-    return cfg, corpus
+def indexed(published, make_config):
+    """DOCS published in this test's home (a copy of one ingest per test process: conftest ``published``)."""
+    corpus = published(DOCS, "index.vector_search.mode=chroma")  # health checks the collection too
+    return make_config(corpus, "index.vector_search.mode=chroma"), corpus
 
 
 def sets(corpus) -> list[str]:

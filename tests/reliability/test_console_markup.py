@@ -125,10 +125,9 @@ DOCS = {
 
 
 @pytest.fixture
-def indexed(tmp_path, write_files):
-    corpus = write_files(tmp_path / "corpus", DOCS)
-    assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 0
-    return corpus
+def indexed(published):
+    """DOCS published in this test's home (a copy of one ingest per test process: conftest ``published``)."""
+    return published(DOCS)
 
 
 def test_query_and_eval_print_bracketed_headers_queries_and_test_set_names(indexed, tmp_path, capsys):

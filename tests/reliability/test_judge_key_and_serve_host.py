@@ -43,11 +43,10 @@ def echo_401(state) -> None:
 
 
 @pytest.fixture
-def indexed(tmp_path, write_files, monkeypatch):
+def indexed(published, monkeypatch):
+    """DOCS published in this test's home (a copy of one ingest per test process: conftest ``published``)."""
     monkeypatch.setenv("RAGRIG_JUDGE_KEY", KEY)
-    corpus = write_files(tmp_path / "corpus", DOCS)
-    assert main(["ingest", "--no-prefect", "-q", *sets(corpus)]) == 0
-    return corpus
+    return published(DOCS)
 
 
 def assert_clean(text: str) -> None:
@@ -161,17 +160,13 @@ def test_loopback_hosts_need_no_token():
 
 
 @pytest.fixture
-def app_with_token(tmp_path, write_files, make_config, embedder):
+def app_with_token(published, make_config, embedder):
     from fastapi.testclient import TestClient
-    from ragrig.retrieval.ingest.pipeline import IngestPipeline
     from ragrig.retrieval.search.retriever import Retriever
     from ragrig.retrieval.serve.app import create_app
     from ragrig.retrieval.serve.live import LiveIndex
 
-    cfg = make_config(write_files(tmp_path / "corpus", DOCS))
-    pipe = IngestPipeline(cfg, progress=False)
-    pipe.embedder = embedder
-    pipe.run()
+    cfg = make_config(published(DOCS))
     live = LiveIndex(cfg, Retriever(cfg, embedder=embedder))
     with TestClient(create_app(cfg, live=live, token="t0ken", watch=False)) as client:
         yield client
