@@ -270,6 +270,9 @@ class RerankConfig(Strict):
     weight: float = Field(0.3, ge=0, le=1, description="the cross-encoder's share of the combined score")
     normalization: Literal["minmax", "zscore"] = "zscore"
     batch_size: int = Field(16, ge=1, le=1024)
+    max_tokens: int = Field(512, ge=16, le=8192, description=(
+        "tokens a (query, passage) pair is cut to, special tokens included (the passage first; at most the "
+        "model's own limit): the rerank's cost grows with it (benchmarks/rerank_latency.py)"))
 
 
 class ViewsConfig(Strict):

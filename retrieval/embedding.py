@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig
-from ragrig.retrieval.encoders.catalog import MINILM
-from ragrig.retrieval.encoders.resolve import ModelRef, is_local, resolve
+from ragrig.retrieval.encoders.catalog import MINILM, is_local
+from ragrig.retrieval.encoders.resolve import ModelRef, resolve
 
 log = logging.getLogger(__name__)
 

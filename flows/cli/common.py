@@ -45,7 +45,7 @@ def quiet_env(cfg: RagrigConfig) -> None:
     from ragrig.flows.environment import QUIET_ENV
 
     defaults = {**QUIET_ENV, "PREFECT_HOME": str(cfg.home_dir / "prefect")}
-    from ragrig.retrieval.embedding import is_local
+    from ragrig.retrieval.encoders.catalog import is_local
 
     if is_local(cfg.embedding.model):
         defaults["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub

@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-hops", type=int, default=None, metavar="N", help="multi-hop retrieval (0 disables)")
     p.add_argument("--local", action="store_true",
                    help="query the index directly even when a server is configured ($RAGRIG_SERVER_URL, serve.url)")
-    p.set_defaults(func=cmd_query)
+    p.set_defaults(func=cmd_query, quick_exit=True)  # it writes nothing: no interpreter teardown (cli.main)
 
 
 def cmd_query(args: argparse.Namespace, cfg: RagrigConfig) -> int:

@@ -9,6 +9,7 @@ which backend runs them, and their identity (package name + version: a package's
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,12 @@ BGE_SMALL = Packaged(
     max_tokens=512, query_prefix=BGE_QUERY_INSTRUCTION,
 )
 PACKAGED = (MINILM, BGE_SMALL)
+
+
+def is_local(name: str) -> bool:
+    """A packaged model or an existing path: loading it never needs the hub (here, not in resolve.py, so that
+    the command line's environment set-up imports no numpy: ``ragrig query`` through a server needs none)."""
+    return packaged(name) is not None or Path(os.path.expanduser(name)).exists()
 
 
 def packaged(name: str, backend: str = "auto") -> Packaged | None:

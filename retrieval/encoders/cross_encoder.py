@@ -6,8 +6,12 @@
 - a local folder holding ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``: the same runner;
 - any other local folder: sentence-transformers' ``CrossEncoder``.
 
-Pairs are tokenized once (truncated to the model's 512 tokens, the passage cut first), sorted by length and
-scored in batches of ``batch_size`` padded to the batch's longest pair (little padding: neighbours in length). The int8 export quantises activations per call, so a pair's score moves slightly
+Pairs are tokenized once, each cut to ``max_tokens`` (``retrieval.rerank.max_tokens``, at most the model's 512;
+special tokens included, the passage cut first, the query only when it alone is longer), sorted by length and
+scored in batches of ``batch_size`` padded to the batch's longest pair (little padding: neighbours in length).
+The cost of a pair grows with its length (12 layers over every token), so the cap is most of the rerank's
+latency: benchmarks/rerank_latency.py measures it against nDCG@10 (docs/serve-latency.md). The int8 export
+quantises activations per call, so a pair's score moves slightly
 with its batch-mates (as the embeddings do: ``docs/encoders.md``); ``batch_size: 1`` makes each score a
 function of its pair alone, at a cost in speed.
 """
@@ -32,15 +36,32 @@ RERANKER_EN = Packaged(
 
 
 class PairScorer(Protocol):
-    """What the rerank stage needs: a model id and scores for (query, passage) pairs."""
+    """What the rerank stage needs: a model id and scores for (query, passage) pairs, each pair cut to
+    ``max_tokens`` (None: the model's own limit)."""
 
     id: str
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+    def score(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> np.ndarray: ...
+
+
+def cut(ids: list[int], types: list[int], cap: int) -> tuple[list[int], list[int]]:
+    """A pair's ``[CLS] query [SEP] passage [SEP]`` ids and type ids cut to ``cap`` tokens: the passage first
+    (what tokenizers' ``only_second`` truncation does), and only when the query alone does not fit, the query
+    too, each keeping half the room."""
+    if len(ids) <= cap:
+        return ids, types
+    first = types.index(1) if 1 in types else len(ids)  # [CLS] query [SEP]
+    q, p = ids[1 : first - 1], ids[first:-1]
+    room = cap - 3
+    keep_p = room - len(q) if len(q) < room else min(len(p), room // 2)
+    keep_q = room - keep_p
+    out = [ids[0], *q[:keep_q], ids[first - 1], *p[:keep_p], ids[-1]]
+    return out, [0] * (keep_q + 2) + [1] * (keep_p + 1)
 
 
 class OnnxCrossEncoder:
-    def __init__(self, folder: Path, model_id: str, batch_size: int = 16, max_tokens: int = 512) -> None:
+    def __init__(self, folder: Path, model_id: str, batch_size: int = 16, max_tokens: int = 512,
+                 threads: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         model_file = onnx_file(folder)
@@ -50,26 +71,33 @@ class OnnxCrossEncoder:
         self.id = model_id
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(_max_tokens(folder, max_tokens), strategy="only_second")
+        self.max_tokens = _max_tokens(folder, max_tokens)
+        self.tokenizer.no_truncation()  # pairs are cut by ``cut``: a query longer than the cap is no error
         self.tokenizer.no_padding()
-        self.session = cpu_session(model_file, "retrieval.rerank.model")
+        self.session = cpu_session(model_file, "retrieval.rerank.model", threads)
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.output = _logits_output(self.session, folder)
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def encode(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> list[tuple[list[int], list[int]]]:
+        """Each pair's ids and type ids, cut to ``max_tokens`` (at most the model's limit)."""
+        cap = self.max_tokens if max_tokens is None else min(max_tokens, self.max_tokens)
+        return [cut(e.ids, e.type_ids, cap) for e in self.tokenizer.encode_batch([(q, p) for q, p in pairs])]
+
+    def score(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> np.ndarray:
         """Logits of every pair: tokenized once, sorted by length and batched, so a batch pads to little."""
-        enc = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
-        order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
+        enc = self.encode(pairs, max_tokens)
+        order = sorted(range(len(enc)), key=lambda i: len(enc[i][0]))
         out = np.empty(len(pairs), dtype=np.float64)
         for lo in range(0, len(order), self.batch_size):
             idx = order[lo : lo + self.batch_size]
-            width = max(len(enc[i].ids) for i in idx)
+            width = max(len(enc[i][0]) for i in idx)
             feed = {name: np.zeros((len(idx), width), dtype=np.int64)
                     for name in ("input_ids", "attention_mask", "token_type_ids")}
             for j, i in enumerate(idx):
-                e, n = enc[i], len(enc[i].ids)
+                ids, types = enc[i]
+                n = len(ids)
                 feed["input_ids"][j, :n], feed["attention_mask"][j, :n], feed["token_type_ids"][j, :n] = (
-                    e.ids, e.attention_mask, e.type_ids)
+                    ids, 1, types)
             logits = self.session.run([self.output], {k: v for k, v in feed.items() if k in self.inputs})[0]
             out[idx] = np.asarray(logits, dtype=np.float64).reshape(len(idx), -1)[:, 0]
         return out
@@ -115,8 +143,11 @@ class TorchCrossEncoder:
         from ragrig.retrieval.encoders.device import resolve_device
 
         self.model = CrossEncoder(path, device=resolve_device(device))
+        self.max_tokens = self.model.max_seq_length
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def score(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> np.ndarray:
+        own = self.max_tokens
+        self.model.max_seq_length = own if max_tokens is None or own is None else min(own, max_tokens)
         got = self.model.predict([list(p) for p in pairs], batch_size=self.batch_size, show_progress_bar=False)
         return np.asarray(got, dtype=np.float64).reshape(len(pairs))
 

@@ -43,11 +43,6 @@ class ModelRef:
         return self.name + (f" [{'; '.join(tags)}]" if tags else "")
 
 
-def is_local(name: str) -> bool:
-    """A packaged model or an existing path: loading it never needs the hub."""
-    return packaged(name) is not None or Path(os.path.expanduser(name)).exists()
-
-
 def _folder_backend(folder: Path, wanted: str) -> str:
     if wanted != "auto":
         return wanted

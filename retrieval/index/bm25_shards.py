@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,19 @@ _NONOCCURRENCE = ("bm25l", "bm25+")
 
 def bm25s_module():  # type: ignore[no-untyped-def]
     """bm25s, imported on first use. Its import sets its own logger to DEBUG ("Building index from tokens" on
-    every build), so the level is put back to WARNING after the import, not before it."""
+    every build), so the level is put back to WARNING after the import, not before it.
+
+    It is imported without numba: bm25s imports numba whenever it can (0.4 s on a quiet machine, 4 s on a
+    busy one: the largest part of opening an index), but uses it only for its ``backend="numba"`` and
+    ``compile()``, and ragrig builds with the numpy backend (saved in each index's params) and scores with
+    ``get_scores``. numba stays importable for anything else in the process."""
+    if "bm25s" not in sys.modules and "numba" not in sys.modules:
+        sys.modules["numba"] = None  # type: ignore[assignment]  # makes `import numba` fail inside bm25s only
+        try:
+            import bm25s
+        finally:
+            if sys.modules.get("numba", 0) is None:
+                del sys.modules["numba"]
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)

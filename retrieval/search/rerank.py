@@ -8,8 +8,9 @@ combined order (a tie keeps the hybrid order); everything after them keeps its p
 are the combined ones mapped onto the range the hybrid scores of those top_n spanned, so a ranking's scores
 still fall from first to last. Then each query is cut at its own limit again (select widened it to top_n).
 
-Cross-encoder scores are kept per (model, query, chunk row) on the ``Reranker``: a sweep or tune that varies the
-weight, top_n or normalisation over one index scores each pair once.
+Cross-encoder scores are kept per (model, token cap, query, chunk row) on the ``Reranker``: a sweep or tune that
+varies the weight, top_n or normalisation over one index, and a server asked the same question again, score each
+pair once.
 """
 
 from __future__ import annotations
@@ -50,17 +51,21 @@ class Reranker:
 
     def __init__(self, scorer: PairScorer) -> None:
         self.scorer = scorer
-        self.cache: dict[tuple[str, int], float] = {}
+        self.cache: dict[tuple[int, str, int], float] = {}
 
-    def scores(self, queries: Sequence[str], rows: Sequence[Sequence[int]], text: Callable[[int], str]) -> list[np.ndarray]:
-        """Each query's cross-encoder scores for its rows; pairs not seen before are scored in one call."""
-        todo = list(dict.fromkeys((q, r) for q, rs in zip(queries, rows) for r in rs if (q, r) not in self.cache))
+    def scores(self, queries: Sequence[str], rows: Sequence[Sequence[int]], text: Callable[[int], str],
+               max_tokens: int | None = None) -> list[np.ndarray]:
+        """Each query's cross-encoder scores for its rows, each pair cut to ``max_tokens``; pairs not seen before
+        are scored in one call."""
+        cap = -1 if max_tokens is None else max_tokens
+        todo = list(dict.fromkeys((cap, q, r) for q, rs in zip(queries, rows) for r in rs
+                                  if (cap, q, r) not in self.cache))
         if todo:
             if len(self.cache) + len(todo) > self.MAX_PAIRS:
                 self.cache.clear()
-            got = self.scorer.score([(q, text(r)) for q, r in todo])
+            got = self.scorer.score([(q, text(r)) for _, q, r in todo], max_tokens)
             self.cache.update(zip(todo, got.tolist()))
-        return [np.array([self.cache[(q, r)] for r in rs], dtype=np.float64) for q, rs in zip(queries, rows)]
+        return [np.array([self.cache[(cap, q, r)] for r in rs], dtype=np.float64) for q, rs in zip(queries, rows)]
 
     def apply(self, sel: Selection, batch_rows: np.ndarray, queries: Sequence[str], limits: Sequence[int | None],
               cfg: RerankConfig, text: Callable[[int], str]) -> tuple[Selection, list[dict[int, tuple[int, float]]], float]:
@@ -69,7 +74,7 @@ class Reranker:
         t0 = time.perf_counter()
         blocks = [sel.of(q) for q in range(len(queries))]
         heads = [batch_rows[elems[: cfg.top_n]].tolist() for elems, _ in blocks]
-        cross = self.scores(queries, heads, text)
+        cross = self.scores(queries, heads, text, cfg.max_tokens)
         orders, scores, bounds, info = [], [], [0], []
         for q, ((elems, sc), rows, ce) in enumerate(zip(blocks, heads, cross)):
             n = len(rows)

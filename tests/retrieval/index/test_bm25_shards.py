@@ -138,3 +138,31 @@ def test_a_sharded_version_is_written_recorded_and_read(tmp_path):
         Bm25Index.load(vdir / "bm25", cfg.index.bm25)
     assert loaded.stats is not None and loaded.stats.avg_len == pytest.approx(sum(len(one.tokenizer(c.search_text))
                                                                                    for c in chunks) / 5)
+
+
+BM25_PROBE = """
+import hashlib, sys
+if sys.argv[1] == "numba-first":
+    import numba  # bm25s then finds numba, as it did before bm25s_module hid it
+from ragrig.configs.models import Bm25Config
+from ragrig.retrieval.index.bm25 import Bm25Index
+texts = [f"doc {i} lethal {i % 7} balanced rules weapon {'x' * (i % 5)} critical {i * 13 % 11}" for i in range(300)]
+idx = Bm25Index.build(texts, Bm25Config())
+scores = [idx.scores(idx.tokenizer(q)).tobytes() for q in ("lethal rules", "critical weapon 3", "balanced x")]
+print(hashlib.sha256(b"".join(scores)).hexdigest(), "numba" in sys.modules, idx.parts[0][1].backend)
+"""
+
+
+@pytest.mark.slow
+def test_bm25_scores_are_the_same_without_numba_in_the_process():
+    """bm25s is imported with numba hidden (its import is most of opening an index): the scores are the same bytes
+    as with numba imported first (the query path's own check, that numba is not loaded: tests/flows/cli/
+    test_query_cold.py)."""
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", BM25_PROBE, mode], capture_output=True, text=True, timeout=300)
+            for mode in ("numba-first", "plain")]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-500:] for r in runs]
+    (h1, _, backend1), (h2, _, backend2) = (r.stdout.split() for r in runs)
+    assert h1 == h2 and backend1 == backend2 == "numpy"

