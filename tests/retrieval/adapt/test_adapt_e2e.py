@@ -75,7 +75,7 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, monkeypatch, capsys
     ev = tmp_path / "eval.json"
     assert main(["eval", "--no-prefect", *TINY, "--set", f"embedding.model={first}", "--output-json", str(ev)]) == 0
     report = json.loads(ev.read_text())
-    assert report["model_id"] == adapted_id and report["index_key"] == adapted_key
+    assert report["index"]["model_id"] == adapted_id and report["index"]["key"] == adapted_key
 
     # a second run: the same bytes in every file; and the training opens no test set
     real_open, real_io_open = builtins.open, io.open
