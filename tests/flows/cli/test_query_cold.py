@@ -48,6 +48,17 @@ def test_a_single_query_imports_no_prefect_mlflow_or_numba(index, capsys):
     assert json.loads(out)["hits"][0]["header_path"] == ["Weapons", "Lethal x+"]
 
 
+def _rounded(value):
+    """``value`` with every float rounded to 5 decimals (cross-process float noise is ~1e-7)."""
+    if isinstance(value, float):
+        return round(value, 5)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def test_the_quick_exit_prints_the_same_answer_and_exit_code(index, capsys):
     for args in (["--json", "-k", "2"], ["--debug", "-k", "2"], ["--context"]):
         assert main(["query", "lethal 5+", *args, *index]) == 0
@@ -55,7 +66,10 @@ def test_the_quick_exit_prints_the_same_answer_and_exit_code(index, capsys):
         got = _run(["-m", "ragrig", "query", "lethal 5+", *args, *index])
         assert got.returncode == 0 and got.stderr == ""
         timings = re.compile(r"timings \(ms\):.*|\"timings_ms\": \{[^}]*\}")  # timings differ run to run
-        assert timings.sub("", got.stdout) == timings.sub("", expected)
+        if "--json" in args:  # another process encodes the query with its own torch threads: scores may differ
+            assert _rounded(json.loads(timings.sub("", got.stdout))) == _rounded(json.loads(timings.sub("", expected)))
+        else:  # in the last float bits (1e-7); the hits, their order and everything printed must not
+            assert timings.sub("", got.stdout) == timings.sub("", expected)
     # an error still exits 2 with its one line
     bad = _run(["-m", "ragrig", "query", "lethal 5+", "-k", "0", *index])
     assert bad.returncode == 2 and bad.stderr.strip() == "error: top_k must be an integer from 1 to 1000 (got 0)"
