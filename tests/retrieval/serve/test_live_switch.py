@@ -11,22 +11,12 @@ import time
 import httpx
 import pytest
 
-GEN = "# Generation\n\n## Marker\n\nThe marker of this corpus is generation {n}, written for version {n}.\n"
 DOCS = {"other.md": "# Other\n\n## Dash\n\nA dash moves three inches.\n\n## Cover\n\nCover gives a defence die.\n"}
 QUERY = "which generation is the marker of this corpus"
 
 
-def publish(cfg, corpus, embedder, n: int) -> str:
-    from ragrig.retrieval.ingest.pipeline import IngestPipeline
-
-    (corpus / "gen.md").write_text(GEN.format(n=n), encoding="utf-8")
-    pipe = IngestPipeline(cfg, progress=False)
-    pipe.embedder = embedder
-    return pipe.run().to_dict()["version"]
-
-
 @pytest.fixture
-def corpus_cfg(tmp_path, write_files, make_config, embedder):
+def corpus_cfg(tmp_path, write_files, make_config, embedder, publish):
     corpus = write_files(tmp_path / "corpus", DOCS)
     cfg = make_config(corpus, "retrieval.max_hops=0", "retrieval.cache_size=0")
     assert publish(cfg, corpus, embedder, 1) == "v000001"
@@ -40,7 +30,7 @@ def texts(cfg, version: str) -> dict[str, str]:
     return {c.chunk_id: c.text for c in IndexVersion(cfg, Layout(cfg), version).chunks}
 
 
-def test_a_request_keeps_its_version_and_new_ones_get_the_new_one(corpus_cfg, embedder):
+def test_a_request_keeps_its_version_and_new_ones_get_the_new_one(corpus_cfg, embedder, publish):
     from ragrig.retrieval.search.retriever import Retriever
     from ragrig.retrieval.serve.live import LiveIndex
 
@@ -84,7 +74,7 @@ def test_a_version_that_cannot_be_opened_keeps_the_old_one(corpus_cfg, embedder,
 
 
 @pytest.mark.slow
-def test_publishing_mid_run_under_load_drops_nothing_and_mixes_nothing(corpus_cfg, embedder):
+def test_publishing_mid_run_under_load_drops_nothing_and_mixes_nothing(corpus_cfg, embedder, publish):
     """8 clients on a real server (127.0.0.1, uvicorn in a thread, polling CURRENT every 0.1 s) while an ingest
     publishes v2: every request answered 200, each answer's hits are exactly chunks of the version it names,
     and a client that has seen v2 never sees v1 again."""

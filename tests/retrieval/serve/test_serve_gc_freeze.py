@@ -11,7 +11,6 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-GEN = "# Generation\n\n## Marker\n\nThe marker of this corpus is generation {n}, written for version {n}.\n"
 DOCS = {"other.md": "# Other\n\n## Dash\n\nA dash moves three inches.\n"}
 QUERY = "which generation is the marker of this corpus"
 
@@ -24,17 +23,8 @@ class Cycle:
         self.me = self
 
 
-def publish(cfg, corpus, embedder, n: int) -> str:
-    from ragrig.retrieval.ingest.pipeline import IngestPipeline
-
-    (corpus / "gen.md").write_text(GEN.format(n=n), encoding="utf-8")
-    pipe = IngestPipeline(cfg, progress=False)
-    pipe.embedder = embedder
-    return pipe.run().to_dict()["version"]
-
-
 @pytest.fixture
-def live(tmp_path, write_files, make_config, embedder):
+def live(tmp_path, write_files, make_config, embedder, publish):
     from ragrig.retrieval.search.retriever import Retriever
     from ragrig.retrieval.serve.live import LiveIndex
 
@@ -51,7 +41,7 @@ def collected(obj: object) -> bool:
     return any(o is obj for o in gc.get_objects())
 
 
-def test_the_served_index_is_frozen_and_a_swapped_out_versions_cycles_are_collected(live, embedder):
+def test_the_served_index_is_frozen_and_a_swapped_out_versions_cycles_are_collected(live, embedder, publish):
     from fastapi.testclient import TestClient
     from ragrig.retrieval.serve.app import create_app
 
