@@ -19,6 +19,32 @@ from ragrig.eval.tracking.secrets import safe_params
 from ragrig.eval.tracking.store import ensure_experiment
 
 
+def end_active_run(status: str, tries: int = 5) -> None:
+    """End MLflow's active run with ``status``. A SQLite store can answer "database is locked" here after a Ctrl-C:
+    the interrupted write's session may still hold the write lock until it is collected (the exception's
+    traceback keeps it alive), and a busy machine can hold it past SQLite's 5 s wait. So: collect, wait a little,
+    try again (``tries`` times in all); any other error, or the last, is raised."""
+    import gc
+    import time
+
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    run = mlflow.active_run()
+    for attempt in range(tries):
+        try:
+            if attempt == 0:
+                mlflow.end_run(status=status)  # leaves the run's stack even when the store refuses the update
+            else:
+                MlflowClient().set_terminated(run.info.run_id, status)
+            return
+        except Exception as exc:
+            if run is None or "database is locked" not in str(exc) or attempt == tries - 1:
+                raise
+            gc.collect()
+            time.sleep(0.2 * (attempt + 1))
+
+
 def run_status(exc: BaseException) -> str:
     """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
     return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
@@ -41,7 +67,7 @@ def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
         for i in range(0, len(items), 100):  # MLflow takes at most 100 params per call
             mlflow.log_params(dict(items[i : i + 100]))
     except BaseException as exc:  # left active, MLflow's exit hook would end it FINISHED
-        mlflow.end_run(status=run_status(exc))
+        end_active_run(run_status(exc))
         raise
     return run
 
@@ -92,4 +118,4 @@ def finish_parent(result: SweepResult, status: str = "FINISHED") -> None:
             mlflow.log_artifacts(str(t))
         result.parent_run_id = mlflow.active_run().info.run_id
     finally:
-        mlflow.end_run(status=status)
+        end_active_run(status)

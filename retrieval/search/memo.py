@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import numpy as np
 from ragrig.retrieval.search.candidates import CandidateBatch, CandidateSet, SourceRun
-from ragrig.retrieval.search.query import ProcessedQuery
+from ragrig.retrieval.search.query import ProcessedQuery, QueryProcessor
 
 T = TypeVar("T")
 
@@ -40,6 +40,16 @@ class CandidateMemo:
             self.vectors.update(zip(((model, t) for t in fresh), encode(fresh)))
             self.embed_ms += (time.perf_counter() - t0) * 1000
         return np.vstack([self.vectors[(model, t)] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+
+    def process(self, proc: QueryProcessor, key: Hashable, texts: Sequence[str],
+                t: list[dict[str, float]]) -> list[ProcessedQuery]:
+        """Each text processed by ``proc`` (settings ``key``), once per (key, text); its ms in ``t[i]["process"]``."""
+        out = []
+        for i, text in enumerate(texts):
+            t0 = time.perf_counter()
+            out.append(self.get(self.processed, (key, text), lambda text=text: proc.process(text)))
+            t[i]["process"] = (time.perf_counter() - t0) * 1000
+        return out
 
     @staticmethod
     def get(table: dict[Hashable, T], key: Hashable, make: Callable[[], T]) -> T:

@@ -41,8 +41,7 @@ from ragrig.retrieval.search.calibration import Calibration, batch_relevance, in
 from ragrig.retrieval.search.candidates import CandidateBatch, CandidateSet, ChunkOrder, DedupKeys
 from ragrig.retrieval.search.fusion import best_rows, fuse
 from ragrig.retrieval.search.memo import CandidateMemo
-from ragrig.retrieval.search.query import (ProcessedQuery, QueryProcessor, QueryProcessors, check_depth,
-                                           processing_key)
+from ragrig.retrieval.search.query import QueryProcessor, QueryProcessors, check_depth, processing_key
 from ragrig.retrieval.search.rerank import Reranker, widen
 from ragrig.retrieval.search.select import Selection, dedup_key, select
 from ragrig.retrieval.search.shaping import Sections, entity_rows, shape
@@ -207,7 +206,7 @@ class Retriever:
     def _search_batch(self, queries: Sequence[str], ks: list[int], filters: Filters | None, r: RetrievalConfig,
                       hops: list[int], n_hits: int | None, memo: CandidateMemo) -> list[RetrievalResult]:
         t = [dict[str, float]() for _ in queries]
-        processed = self._process(queries, r, memo, t)
+        processed = memo.process(self.processor_for(r), processing_key(r), queries, t)
         keys = fetch_candidates(self.sources, processed, r, filters, self.mask(filters), memo, t)
         batch = self._batch(keys, memo)
         t0 = time.perf_counter()
@@ -269,16 +268,6 @@ class Retriever:
         log_results(log, out, self.version.version, sel.dropped)
         return out
 
-    def _process(self, queries: Sequence[str], r: RetrievalConfig, memo: CandidateMemo,
-                 t: list[dict[str, float]]) -> list[ProcessedQuery]:
-        proc, key = self.processor_for(r), processing_key(r)
-        out = []
-        for q, text in enumerate(queries):
-            t0 = time.perf_counter()
-            out.append(memo.get(memo.processed, (key, text), lambda: proc.process(text)))
-            t[q]["process"] = (time.perf_counter() - t0) * 1000
-        return out
-
     def _batch(self, keys: list[dict[str, RunKey]], memo: CandidateMemo) -> CandidateBatch:
         """The queries' candidate sets (each run key starts with its source's name), memoised per combination of
         runs, and the batch of them, memoised per combination of sets."""
@@ -291,8 +280,8 @@ class Retriever:
                    memo: CandidateMemo) -> list[int | None]:
         """Each text's best fused candidate row (None: no candidate), the texts as one batch (no selection)."""
         t = [dict[str, float]() for _ in texts]
-        batch = self._batch(fetch_candidates(self.sources, self._process(texts, r, memo, t), r, filters,
-                                             self.mask(filters), memo, t), memo)
+        processed = memo.process(self.processor_for(r), processing_key(r), texts, t)
+        batch = self._batch(fetch_candidates(self.sources, processed, r, filters, self.mask(filters), memo, t), memo)
         return best_rows(batch, fuse(batch, r.fusion))
 
     def _hit(self, row: int, score: float, cs: CandidateSet, i: int | None, sel: Selection, q: int,

@@ -156,3 +156,37 @@ def test_sigint_to_ragrig_tune_exits_130_with_the_parent_killed(tmp_path, write_
     assert proc.returncode == 130, err.decode()[-2000:]
     assert err.decode().strip().splitlines()[-1] == "interrupted"
     assert runs(tmp_path)["sweep: sigint"][0] == "KILLED"
+
+
+def test_a_locked_store_at_the_end_is_retried_and_the_status_lands(tmp_path, monkeypatch):
+    """The real SIGINT test once failed with "database is locked" as the KILLED status was written (a loaded
+    machine): ending the parent retries that one error, so the status still lands; any other error is raised."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+    from ragrig.eval.sweep import parent as parent_mod
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'm.db'}")
+    run = mlflow.start_run()
+    real = MlflowClient.set_terminated
+    calls = []
+
+    def flaky(self, run_id, status=None, end_time=None):
+        calls.append(status)
+        if len(calls) < 3:
+            raise mlflow.exceptions.MlflowException("(sqlite3.OperationalError) database is locked")
+        return real(self, run_id, status, end_time)
+
+    monkeypatch.setattr(MlflowClient, "set_terminated", flaky)
+    parent_mod.end_active_run("KILLED")
+    monkeypatch.setattr(MlflowClient, "set_terminated", real)
+    assert calls == ["KILLED"] * 3
+    assert mlflow.active_run() is None
+    assert MlflowClient().get_run(run.info.run_id).info.status == "KILLED"
+
+    other = mlflow.start_run()
+    monkeypatch.setattr(MlflowClient, "set_terminated",
+                        lambda *a, **k: (_ for _ in ()).throw(mlflow.exceptions.MlflowException("disk full")))
+    with pytest.raises(mlflow.exceptions.MlflowException, match="disk full"):
+        parent_mod.end_active_run("FAILED")
+    monkeypatch.setattr(MlflowClient, "set_terminated", real)
+    MlflowClient().set_terminated(other.info.run_id, "FAILED")
