@@ -61,6 +61,9 @@ def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
     if args.folder:  # another corpus: the config as loaded, with its path replaced (and checked like any path)
         cfg = load_config(args.config, [*args.overrides, f"corpus.path={Path(args.folder).resolve()}"])
+    from ragrig.retrieval.ingest.discover import corpus_kind
+
+    corpus_kind(cfg.corpus)  # a missing folder is one line at once, before the tokenizer (and torch) loads
     count = window = None
     if not args.no_tokens:
         emb = Embedder(cfg.embedding)

@@ -27,6 +27,9 @@ def register(sub: Any) -> None:
 def ingest(cfg: RagrigConfig, args: argparse.Namespace, *, force: bool = False, progress: bool = True,
            wait_s: float = 0.0) -> dict[str, Any]:
     """One ingest of ``cfg`` (``args``: the command's --config, --set and --no-prefect); its stats as a dict."""
+    from ragrig.retrieval.ingest.discover import corpus_kind
+
+    corpus_kind(cfg.corpus)  # a missing corpus is one line at once, before Prefect, torch or docling is imported
     if args.no_prefect:  # the same runner, without Prefect: the partitions go to the cluster as plain Dask tasks
         from ragrig.flows.runners import cluster_partitions
         from ragrig.retrieval.ingest.pipeline import IngestPipeline
