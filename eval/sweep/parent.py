@@ -46,8 +46,11 @@ def end_active_run(status: str, tries: int = 5) -> None:
 
 
 def run_status(exc: BaseException) -> str:
-    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit), else FAILED."""
-    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "FAILED"
+    """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit; also a Ctrl-C a
+    library wrapped in another error: ``retrieval/interrupts.py``), else FAILED."""
+    from ragrig.retrieval import interrupts
+
+    return "KILLED" if isinstance(exc, (KeyboardInterrupt, SystemExit)) or interrupts.seen() else "FAILED"
 
 
 def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
+from ragrig.retrieval import interrupts
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.adapted import materialize
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
@@ -153,6 +154,7 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
     memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
     resolved = resolve_all(sets, version.documents_by_id)
     for label, ov, cfg in items:
+        interrupts.check()  # a Ctrl-C a library swallowed (retrieval/interrupts.py) stops the sweep here
         log = child_options(parent, spec, label, ov)
         for ts, targets in zip(sets, resolved):  # one at a time: each row has its own seconds
             t2 = time.perf_counter()

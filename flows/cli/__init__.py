@@ -61,8 +61,10 @@ def _quick_exit(code: int) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ragrig.flows.logs import configure
+    from ragrig.retrieval import interrupts
 
     configure(json_logs=args.log_json, level=args.log_level)
+    previous = interrupts.install()
     try:
         args.overrides = [*args.overrides, *runner_overrides(args)]  # --runner & co. are config overrides
         cfg = load_config(args.config, args.overrides)
@@ -78,9 +80,27 @@ def _run(args: argparse.Namespace) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a run that failed for another reason (a library, the machine): exit 1
+        if interrupts.seen() or _from_interrupt(exc):  # Ctrl-C, wrapped by Python or a library on its way up
+            print("interrupted", file=sys.stderr)
+            return 130
         first = (str(exc).strip().splitlines() or [""])[0]
         hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
         return _fail(f"error: {type(exc).__name__}: {first}{hint}", 1, args.log_level)
+    finally:
+        interrupts.restore(previous)
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the causes of ``exc`` (Python 3.11 wraps one raised in a class body's
+    ``__set_name__`` in a RuntimeError)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _fail(line: str, code: int, level: str) -> int:
