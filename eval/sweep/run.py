@@ -19,7 +19,6 @@ from typing import Any
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
-from ragrig.retrieval import interrupts
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.adapted import materialize
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
@@ -28,6 +27,7 @@ from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tracking.runs import log_report
+from ragrig.retrieval import interrupts
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.version import IndexVersion

@@ -165,7 +165,7 @@ class Retriever:
         memo = CandidateMemo()
         key = None
         if use_cache:
-            pq = memo.processed[(processing_key(r), query)] = self.processor_for(r).process(query)
+            [pq] = memo.process(self.processor_for(r), processing_key(r), [query], [{}])  # the batch reuses it
             key = (pq.text, pq.bm25_text, self.version.layout.key, self.version.version, k, live(filters),
                    json.dumps(r.model_dump(), sort_keys=True), hops)
             hit = self.cache.get(key)
