@@ -38,6 +38,7 @@ SETTINGS: dict[str, StageSettings] = {
     "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "embed": StageSettings(tags=[EMBEDDING_TAG]),
+    "embed-views": StageSettings(tags=[EMBEDDING_TAG]),
     "adapt-train": StageSettings(tags=[EMBEDDING_TAG]),  # the fine-tune uses the cores as an embedding does
     "adapt-log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),
     "log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),

@@ -18,10 +18,11 @@ def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         ("chunks", str(stats["chunks"])),
         ("  embedded / from cache", f"{stats['chunks_embedded']} / {stats['chunks_cached']}"),
         ("  over the model window", str(stats["chunks_over_window"])),
+        *((f"  view {name}: newly embedded", str(n)) for name, n in stats.get("views_embedded", {}).items()),
     ]
     secs = stats.get("seconds", {})
     for stage in ("discover", "plan", "extract", "partitions", "workers:extract", "workers:chunk", "workers:embed",
-                  "workers:chroma", "chunk", "embed", "index", "index:tables", "index:bm25", "index:vectors",
+                  "workers:chroma", "chunk", "embed", "views", "index", "index:tables", "index:bm25", "index:vectors",
                   "index:chroma", "publish", "total"):
         if stage in secs:
             rows.append((f"seconds: {stage}" if ":" not in stage or "workers" in stage

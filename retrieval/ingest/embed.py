@@ -27,6 +27,7 @@ def embed_with_cache(
     on_batch: Callable[[int], None] | None = None,
     chunk_size: int = 512,
     warn: Callable[[str], None] | None = None,
+    desc: str = "embed",
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
 
@@ -45,7 +46,8 @@ def embed_with_cache(
                                               normalized=embedder.cfg.normalize)
     if bad:
         reasons = ", ".join(f"{n} {why}" for why, n in Counter(bad.values()).most_common())
-        note = (f"embedding cache {cache.path}: {len(bad)} cached vector(s) failed verification ({reasons}); "
+        note = (f"embedding cache {cache.path}: {len(bad)} cached vector(s) of {embedder.id} failed verification "
+                f"({reasons}); "
                 "re-embedded them, the bad entries were not used")
         log.warning(note)
         if warn is not None:
@@ -65,7 +67,7 @@ def embed_with_cache(
     if progress and items:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(items), desc="embed", unit="chunk")
+        bar = tqdm(total=len(items), desc=desc, unit="chunk")
     for i in range(0, len(items), chunk_size):
         part = items[i : i + chunk_size]
         vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,

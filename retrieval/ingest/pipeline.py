@@ -3,9 +3,10 @@
 sweep leftovers -> verify the published version (``index/verify.py``: a damaged one is rebuilt, not kept)
 -> discover -> plan (``plan.py``: diff against the published version by content sha256)
 -> extract (new/changed only, in batches through the extraction cache: ``extract.py``) -> chunk
-(``chunking.py``) -> embed (embedding cache: ``embed.py``) -> build a new version (``build.py``) ->
-publish (atomic CURRENT switch) and prune old versions (``index/publish.py``). Nothing changed and no
-``--force``: no new version is built. A crash anywhere before the switch leaves the published version
+(``chunking.py``) -> embed (embedding cache: ``embed.py``) -> the fused views into the same cache (``views.py``)
+-> build a new version (``build.py``) -> publish (atomic CURRENT switch) and prune old versions
+(``index/publish.py``). Nothing changed and no ``--force``: no new version is built (the views are still
+embedded when the config fuses one the cache lacks). A crash anywhere before the switch leaves the published version
 untouched; leftovers are swept at the start of the next ingest.
 
 Distributed (a Dask task runner passes ``partitions``): after the plan the version is staged first, extract ->
@@ -48,6 +49,7 @@ from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
 from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.stats import IngestStats
+from ragrig.retrieval.ingest.views import embed_views, weighted_views
 
 __all__ = ["BatchMapper", "IngestPipeline", "IngestStats", "StageCall", "extract_sources"]
 
@@ -315,6 +317,15 @@ class IngestPipeline:
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
             return vecs
 
+    def embed_views(self, chunks: list[Chunk]) -> None:
+        """The views this config fuses (``ingest/views.py``) into the embedding cache: a reader only reads them."""
+        if weighted_views(self.cfg.retrieval):
+            with self.timed("views"):
+                self.stats.views_embedded = embed_views(
+                    chunks, self.cfg.retrieval, self.embedder, self.cfg.embedding, self.layout.embedding_cache,
+                    self.layout.cache_dir / "model-digests.json", progress=self.progress,
+                    warn=self.stats.warnings.append)
+
     def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray,
               staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
         """Write a complete new version directory and Chroma collection; return its name (not yet published).
@@ -348,7 +359,10 @@ class IngestPipeline:
         """Nothing to publish: the run ends on the version already published."""
         assert version is not None
         self.stats.version = version
-        self.stats.chunks = IndexVersion(self.cfg, self.layout, version).manifest["counts"]["chunks"]
+        kept = IndexVersion(self.cfg, self.layout, version)
+        self.stats.chunks = kept.manifest["counts"]["chunks"]
+        if weighted_views(self.cfg.retrieval):  # a view weighted since that version was built
+            self.embed_views(kept.chunks)
         return self.stats
 
     def run(
@@ -380,6 +394,7 @@ class IngestPipeline:
                 new_chunks = call("chunk", self.chunk, extracted)
                 docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
                 vectors = call("embed", self.embed, chunks)
+                call("embed-views", self.embed_views, chunks)
                 self.stats.chunks = len(chunks)
                 version = call("build-index", self.build, docs, chunks, vectors)
                 call("publish", self.publish, version)
@@ -401,6 +416,7 @@ class IngestPipeline:
             self.stats.chunks_embedded += self._worker_embedded
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - self.stats.chunks_embedded
             self.stats.chunks = len(chunks)
+            call("embed-views", self.embed_views, chunks)
             version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
         call("publish", self.publish, version)
         return self.stats

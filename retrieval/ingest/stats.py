@@ -26,6 +26,7 @@ class IngestStats:
     chunks_embedded: int = 0
     chunks_cached: int = 0
     chunks_over_window: int = 0
+    views_embedded: dict[str, int] = field(default_factory=dict)  # vectors each fused view newly embedded
     repaired: str | None = None  # a damaged published version (or "CURRENT") this run rebuilt instead of keeping
     kept_in_use: list[str] = field(default_factory=list)  # old versions prune left because a reader holds them
     failures: list[dict[str, str]] = field(default_factory=list)

@@ -34,6 +34,7 @@ from ragrig.retrieval.filters import Filters, live
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.views import weighted_views
 from ragrig.retrieval.multihop.hops import multi_hop
 from ragrig.retrieval.multihop.terms import TermIndex
 from ragrig.retrieval.results import Hit, RetrievalResult, SourceScore, log_results
@@ -47,8 +48,8 @@ from ragrig.retrieval.search.select import Selection, dedup_key, select
 from ragrig.retrieval.search.shaping import Sections, entity_rows, shape
 from ragrig.retrieval.search.sources import RunKey, Sources, fetch_candidates
 from ragrig.retrieval.search.vector_search import open_vector_search
-from ragrig.retrieval.vector_check import query_vectors
 from ragrig.retrieval.search.views import Views
+from ragrig.retrieval.vector_check import query_vectors
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,8 @@ class Retriever:
             self.reranker(cfg.retrieval)  # load now, so query timings measure queries, not model loading
         t0 = time.perf_counter()  # load what the first query would otherwise pay for
         self.sources.warm(int(self.version.manifest["embedding"]["dim"]) if self.chunks
-                          and cfg.retrieval.fusion.weights.get("vector", 0) > 0 else None)
+                          and cfg.retrieval.fusion.weights.get("vector", 0) > 0 else None,
+                          [views.of(v, cfg.retrieval) for v in weighted_views(cfg.retrieval)] if self.chunks else [])
         self.load_ms = (time.perf_counter() - t0) * 1000
 
     @property

@@ -17,7 +17,7 @@ load if its entries name other sources. A query's run of one source is memoised 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +30,7 @@ from ragrig.retrieval.search.candidates import SourceRun
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import ProcessedQuery
 from ragrig.retrieval.search.vector_search import VectorSearch
-from ragrig.retrieval.search.views import Views
+from ragrig.retrieval.search.views import ExactView, Views
 
 RunKey = tuple[str, str, int, Filters | None, Hashable]  # (source, text, depth, filters, setting)
 
@@ -46,12 +46,16 @@ class Sources:
         self.headers = headers
         self.views = views
 
-    def warm(self, dim: int | None) -> None:
+    def warm(self, dim: int | None, views: Sequence[ExactView] = ()) -> None:
         """Load what a first query would otherwise pay for: BM25's matrices and, given the vectors' width,
-        their pages (or Chroma's HNSW segment)."""
+        their pages (or Chroma's HNSW segment); the fused ``views``' vectors (from the embedding cache) and
+        their encoders."""
         if dim:
             self.vectors(np.ones((1, dim), dtype=np.float32) / np.sqrt(dim), 1, None)
         self.bm25_index.scores(["warm"])
+        for view in views:
+            _ = view.matrix
+            view.embedder.encode_queries(["warm"])
 
     def bm25(self, text: str, depth: int, mask: np.ndarray | None) -> SourceRun:
         """The top ``depth`` chunks by BM25 over their search text, ties by row."""

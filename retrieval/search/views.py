@@ -1,7 +1,9 @@
 """More views of the same chunks, each another fused source (issue 28 item 3; entries of ``sources.py``'s
 registry); off unless its fusion weight is set. Both are exact searches (``vector_search.py``'s ``dots`` and
 ``top_rows``: the same scores whatever the batch) over vectors embedded through the embedding cache (by model id
-and text hash, so nothing is embedded twice across runs), made on the first query that needs them:
+and text hash, so nothing is embedded twice across runs). ``ragrig ingest`` embeds the views its config weights
+(``ingest/views.py``, which also says which texts each view embeds), so a reader only reads them from the cache;
+a view weighted later (a ``--set`` at query time, a sweep's candidate) is embedded by the first query needing it:
 
 - ``section`` (``retrieval.fusion.weights.section``): whole-section vectors. A section is the pieces of one
   header section (same document, header path and level; one chunk when the section fit the window). Its text is
@@ -22,26 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ragrig.configs.models import EmbeddingConfig
-from ragrig.retrieval.documents import Chunk, sha256_text
+from ragrig.configs.models import EmbeddingConfig, RetrievalConfig
+from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.index.vectors import unit_rows
+from ragrig.retrieval.ingest.views import embed_units, second_embedder, section_groups
 from ragrig.retrieval.search.candidates import SourceRun
 from ragrig.retrieval.search.vector_search import dots, top_rows
-
-
-def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]:
-    """Each section's text and its chunk rows, in row order. A whole section (part 0) is its own; a split
-    section's pieces (parts 1, 2, ... in consecutive rows of one document, header path and level) form one."""
-    groups: list[list[int]] = []
-    for row, c in enumerate(chunks):
-        prev = chunks[row - 1] if row else None
-        if (c.part >= 2 and prev is not None and groups and prev.part == c.part - 1 and prev.doc_id == c.doc_id
-                and prev.header_path == c.header_path and prev.level == c.level):
-            groups[-1].append(row)
-        else:
-            groups.append([row])
-    texts = [chunks[g[0]].search_text + "".join("\n\n" + chunks[r].text for r in g[1:]) for g in groups]
-    return texts, groups
 
 
 class ExactView:
@@ -55,15 +43,7 @@ class ExactView:
 
     @cached_property
     def matrix(self) -> np.ndarray:
-        from ragrig.retrieval.cache.embeddings import EmbeddingCache
-        from ragrig.retrieval.ingest.embed import embed_with_cache
-
-        if self.cache_path is None:
-            vecs = self.embedder.encode_sorted(self.texts, prefix=self.embedder.cfg.document_prefix)
-        else:
-            cache = EmbeddingCache(self.cache_path)
-            vecs, _ = embed_with_cache(self.embedder, cache, self.texts, [sha256_text(t) for t in self.texts])
-        return unit_rows(vecs, np.float64)
+        return unit_rows(embed_units(self.embedder, self.texts, self.cache_path)[0], np.float64)
 
     def search(self, qvecs: np.ndarray, depth: int, mask: np.ndarray | None) -> list[SourceRun]:
         """Per query: units by (-similarity, unit), each unit's rows (allowed by ``mask``) with the unit's
@@ -101,11 +81,15 @@ class Views:
     def second(self, model: str) -> ExactView:
         """The chunks under another embedding model (its own query instruction, no document prefix)."""
         if model not in self.seconds:
-            from ragrig.retrieval.embedding import Embedder
-
-            second = Embedder(self.embedding.model_copy(update={"model": model, "query_prefix": None,
-                                                                "document_prefix": "", "backend": "auto"}),
-                              memo_file=self.memo_file)
+            second = second_embedder(self.embedding, model, self.memo_file)
             self.seconds[model] = ExactView([c.search_text for c in self.chunks],
                                             [[i] for i in range(len(self.chunks))], second, self.cache_path)
         return self.seconds[model]
+
+    def of(self, source: str, r: RetrievalConfig) -> ExactView:
+        """The view behind ``source`` (one of ``ingest/views.VIEW_SOURCES``) under ``r``."""
+        if source == "section":
+            return self.section
+        if source == "vector2" and r.views.second_model:
+            return self.second(r.views.second_model)
+        raise ValueError(f"{source!r} is not a view under this config")

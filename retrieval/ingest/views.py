@@ -1,0 +1,80 @@
+"""The views' units and their vectors (``search/views.py`` searches them): which texts each view embeds, under
+which encoder, through the embedding cache. Ingest's ``views`` stage embeds every view its config weights
+(``embed_views``), so a reader of the version only reads the vectors from the cache.
+
+- ``section``: one unit per header section, the pieces of a split section together (``section_groups``),
+  embedded by the index's own model.
+- ``vector2``: one unit per chunk (its search text), embedded by ``retrieval.views.second_model`` (its own query
+  instruction, no document prefix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ragrig.configs.models import EmbeddingConfig, RetrievalConfig
+from ragrig.retrieval.cache.embeddings import EmbeddingCache
+from ragrig.retrieval.documents import Chunk, sha256_text
+from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.ingest.embed import embed_with_cache
+
+VIEW_SOURCES = ("section", "vector2")
+"""The retrieval sources (``search/sources.py``'s registry) that are views."""
+
+
+def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]:
+    """Each section's text and its chunk rows, in row order. A whole section (part 0) is its own; a split
+    section's pieces (parts 1, 2, ... in consecutive rows of one document, header path and level) form one."""
+    groups: list[list[int]] = []
+    for row, c in enumerate(chunks):
+        prev = chunks[row - 1] if row else None
+        if (c.part >= 2 and prev is not None and groups and prev.part == c.part - 1 and prev.doc_id == c.doc_id
+                and prev.header_path == c.header_path and prev.level == c.level):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    texts = [chunks[g[0]].search_text + "".join("\n\n" + chunks[r].text for r in g[1:]) for g in groups]
+    return texts, groups
+
+
+def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path) -> Embedder:
+    """The encoder of ``model`` beside the index's (its own query instruction, no document prefix)."""
+    return Embedder(embedding.model_copy(update={"model": model, "query_prefix": None, "document_prefix": "",
+                                                  "backend": "auto"}), memo_file=memo_file)
+
+
+def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *, progress: bool = False,
+                desc: str = "embed", warn: Callable[[str], None] | None = None) -> tuple[np.ndarray, int]:
+    """The units' vectors (through the embedding cache at ``cache_path``, when given) and how many were new;
+    ``warn`` gets the line about cached vectors that failed verification (re-embedded)."""
+    if cache_path is None:
+        return embedder.encode_sorted(list(texts), prefix=embedder.cfg.document_prefix), len(texts)
+    cache = EmbeddingCache(cache_path)
+    try:
+        return embed_with_cache(embedder, cache, texts, [sha256_text(t) for t in texts], progress=progress,
+                                desc=desc, warn=warn)
+    finally:
+        cache.close()
+
+
+def weighted_views(r: RetrievalConfig) -> list[str]:
+    """The views ``r`` fuses (weight > 0), in registry order."""
+    return [v for v in VIEW_SOURCES if r.fusion.weights.get(v, 0.0) > 0]
+
+
+def embed_views(chunks: Sequence[Chunk], r: RetrievalConfig, embedder: Embedder, embedding: EmbeddingConfig,
+                cache_path: Path, memo_file: Path, *, progress: bool = False,
+                warn: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Every view ``r`` weights embedded into the cache: how many vectors each newly embedded (0: all cached)."""
+    out: dict[str, int] = {}
+    for name in weighted_views(r):
+        if name == "section":
+            texts, enc = section_groups(chunks)[0], embedder
+        else:
+            texts, enc = [c.search_text for c in chunks], second_embedder(embedding, str(r.views.second_model),
+                                                                           memo_file)
+        out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn)[1]
+    return out
