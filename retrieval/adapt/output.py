@@ -54,7 +54,14 @@ def _temp(target: Path) -> Path:
     return target.parent / f".tmp-{target.name}-{os.getpid()}"
 
 
+def scratch_prefix(tmp: Path) -> str:
+    """The name prefix of the trainer's scratch folder beside ``tmp`` (the temp model folder): a leftover of
+    either, from a run killed by a signal Python cannot catch, is cleared by the next run for the same target."""
+    return f"{tmp.name}-run-"
+
+
 def clear_leftovers(target: Path) -> None:
+    """Remove the temp model folders and trainer scratch folders runs for ``target`` left (SIGKILL, SIGTERM)."""
     for p in target.parent.glob(f".tmp-{target.name}-*"):
         shutil.rmtree(p, ignore_errors=True)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import AdaptConfig
+from ragrig.retrieval.adapt.output import scratch_prefix
 from ragrig.retrieval.adapt.pairs import Pair
 
 OnStep = Callable[[int, float], None]
@@ -92,7 +93,7 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
                     if on_step is not None:
                         on_step(int(state.global_step), float(logs["loss"]))
 
-        with tempfile.TemporaryDirectory(prefix=".adapt-run-", dir=out.parent) as scratch:
+        with tempfile.TemporaryDirectory(prefix=scratch_prefix(out), dir=out.parent) as scratch:
             args = SentenceTransformerTrainingArguments(
                 output_dir=scratch, num_train_epochs=recipe.epochs, per_device_train_batch_size=recipe.batch_size,
                 learning_rate=recipe.lr, warmup_steps=float(recipe.warmup_ratio), lr_scheduler_type="linear",

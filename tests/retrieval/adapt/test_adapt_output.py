@@ -38,12 +38,18 @@ def test_a_complete_folder_is_renamed_into_place_and_replaces_only_when_asked(tm
 
 
 def test_a_leftover_temp_folder_is_cleared(tmp_path: Path) -> None:
+    """A run killed by SIGKILL or SIGTERM (no Python cleanup) leaves its temp model folder and the trainer's
+    scratch folder; the next run for the same target clears both, and no other target's."""
     target = tmp_path / "m"
     stale = tmp_path / ".tmp-m-99999"
     stale.mkdir()
+    scratch = tmp_path / (output.scratch_prefix(stale) + "abc123")
+    scratch.mkdir()
+    other = tmp_path / (output.scratch_prefix(tmp_path / ".tmp-n-99999") + "abc123")
+    other.mkdir()
     with output.placed(target, replace=False) as tmp:
         tmp.mkdir()
-    assert not stale.exists() and target.is_dir()
+    assert not stale.exists() and not scratch.exists() and target.is_dir() and other.is_dir()
 
 
 def _prepared(target: Path, default: bool = True) -> run.Prepared:
