@@ -213,7 +213,7 @@ class IndexConfig(Strict):
 class FusionConfig(Strict):
     method: Literal["rrf", "weighted"] = "weighted"
     rrf_k: float = Field(60.0, gt=0)
-    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "vector": 1.0})
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "vector": 1.0, "vector2": 1.0})
     normalization: Literal["minmax", "zscore"] = "zscore"
 
     @field_validator("weights")
@@ -279,9 +279,9 @@ class ViewsConfig(Strict):
     """More views as fused sources (``retrieval/search/views.py``), each on when its fusion weight is > 0:
     ``section`` (whole-section vectors; a chunk takes its section's score) and ``vector2`` (this model's vectors)."""
 
-    second_model: str | None = Field(None, min_length=1, description=(
+    second_model: str | None = Field("bge-small-en-v1.5", min_length=1, description=(
         "an embedding.model value (packaged name, local folder or hub name) whose vectors of every chunk are the "
-        "'vector2' source; embedded through the embedding cache on first use"))
+        "'vector2' source; embedded at ingest through the embedding cache (on first use when weighted later)"))
 
 
 TOP_K_MAX = 1000
@@ -316,7 +316,8 @@ class RetrievalConfig(Strict):
     @model_validator(mode="after")
     def _second_model_for_vector2(self) -> RetrievalConfig:
         if self.fusion.weights.get("vector2", 0) > 0 and not self.views.second_model:
-            raise ValueError("fusion.weights.vector2 > 0 needs retrieval.views.second_model (an embedding model)")
+            raise ValueError("fusion.weights.vector2 > 0 needs retrieval.views.second_model (an embedding model); "
+                             "fusion.weights.vector2: 0 turns the second encoder off")
         return self
 
 

@@ -81,7 +81,7 @@ def test_set_values_are_yaml_scalars_and_coerced():
     assert cfg.eval.testsets == []
     cfg = load_config(overrides=["eval.k_values=[10, 1, 5, 5]", "retrieval.fusion.weights.header=0.5"])
     assert cfg.eval.k_values == [1, 5, 10]
-    assert cfg.retrieval.fusion.weights == {"bm25": 1.0, "vector": 1.0, "header": 0.5}
+    assert cfg.retrieval.fusion.weights == {"bm25": 1.0, "vector": 1.0, "vector2": 1.0, "header": 0.5}
 
 
 def test_parse_override():

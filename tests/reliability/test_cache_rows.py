@@ -57,7 +57,7 @@ def test_a_poisoned_cache_entry_is_re_embedded_with_a_warning_never_used(poison,
         return v / np.linalg.norm(v)
 
     n = overwrite_vectors(cache, make)
-    assert n == 4
+    assert n == 8  # 4 chunks under each encoder: the index's and the second one's (the default vector2 view)
     stats_file = tmp_path / "stats.json"
     capsys.readouterr()
     rc = main(["ingest", "--no-prefect", "-q", "--force", *sets(corpus), "--output-json", str(stats_file)])
@@ -65,10 +65,11 @@ def test_a_poisoned_cache_entry_is_re_embedded_with_a_warning_never_used(poison,
     assert rc == 0, err
     stats = json.loads(stats_file.read_text())
     assert stats["published"] and stats["chunks_embedded"] == 4 and stats["chunks_cached"] == 0, stats
+    assert stats["views_embedded"] == {"vector2": 4}, stats  # the view's poisoned rows too
     why = {"zeros": "4 a zero vector", "nan": "4 NaN or infinite values",
            "other vector, checksum kept": "4 checksum mismatch"}[poison]
-    assert any(f"embedding cache {cache}" in w and why in w and "re-embedded" in w for w in stats["warnings"]), \
-        stats["warnings"]
+    warned = [w for w in stats["warnings"] if f"embedding cache {cache}" in w and why in w and "re-embedded" in w]
+    assert len(warned) == 2, stats["warnings"]  # one per encoder
 
     rc = main(["health", *sets(corpus)])
     assert rc == 0
@@ -83,6 +84,7 @@ def test_a_poisoned_cache_entry_is_re_embedded_with_a_warning_never_used(poison,
     assert main(["ingest", "--no-prefect", "-q", "--force", *sets(corpus), "--output-json", str(stats_file)]) == 0
     again = json.loads(stats_file.read_text())
     assert again["chunks_embedded"] == 0 and not any("embedding cache" in w for w in again["warnings"])
+    assert again["views_embedded"] == {"vector2": 0}
 
 
 def test_check_vector_reasons():

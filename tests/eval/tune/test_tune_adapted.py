@@ -24,11 +24,14 @@ def test_the_adapt_flag_is_not_a_config_value_and_the_candidate_stays(tmp_path: 
 
 
 def test_every_shipped_corpus_space_has_the_second_encoder_and_adapted_candidates() -> None:
+    """The default fuses the second encoder, so each space holds the index without it, and the adapted encoder
+    with it (the default) and without it."""
     for name in ("pydantic-docs", "scifact", "scifact-one-index", "srd", "sample-adapt"):
         configs = load_space(ROOT / "configs" / "tune" / f"{name}.yaml").configs
-        assert {"retrieval.fusion.weights.vector2": 1.0, "retrieval.views.second_model": "bge-small-en-v1.5"} in configs
+        assert {"retrieval.fusion.weights.vector2": 0} in configs, name
         assert {"embedding.adapt": True} in configs, name
-        assert any(adapted.wants_adapt(c) and "retrieval.views.second_model" in c for c in configs), name
+        assert {"embedding.adapt": True, "retrieval.fusion.weights.vector2": 0} in configs, name
+    assert {"retrieval.fusion.weights.vector2": 0} in load_space(ROOT / "configs" / "tune" / "first.yaml").configs
 
 
 def test_materialize_trains_only_adapted_candidates_into_the_default_folder(make_config, monkeypatch) -> None:

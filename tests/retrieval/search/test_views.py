@@ -79,10 +79,13 @@ def test_each_chunk_takes_its_sections_score_by_hand(tmp_path):
 
 
 def test_vector2_needs_a_second_model(make_config):
-    with pytest.raises(InputError, match=r"fusion.weights.vector2 > 0 needs retrieval.views.second_model"):
-        make_config(None, "retrieval.fusion.weights.vector2=1")
-    cfg = make_config(None, "retrieval.fusion.weights.vector2=1", "retrieval.views.second_model=bge-small-en-v1.5")
-    assert cfg.retrieval.fusion.weights["vector2"] == 1.0
+    cfg = make_config(None)  # the default fuses the packaged bge-small as the second encoder
+    assert cfg.retrieval.fusion.weights["vector2"] == 1.0 and cfg.retrieval.views.second_model == "bge-small-en-v1.5"
+    with pytest.raises(InputError, match=r"fusion.weights.vector2 > 0 needs retrieval.views.second_model.*"
+                                         r"fusion.weights.vector2: 0 turns the second encoder off"):
+        make_config(None, "retrieval.views.second_model=null")
+    off = make_config(None, "retrieval.views.second_model=null", "retrieval.fusion.weights.vector2=0")
+    assert off.retrieval.fusion.weights["vector2"] == 0
     with pytest.raises(InputError, match=r"unknown source\(s\) \['colbert'\]"):
         make_config(None, "retrieval.fusion.weights.colbert=1")
 
