@@ -30,17 +30,14 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
-from ragrig.retrieval.index import hnsw, publish
-from ragrig.retrieval.index.chroma import writes_collection
+from ragrig.retrieval.index import publish
 from ragrig.retrieval.index.files import ingest_lock
-from ragrig.retrieval.index.format import read_manifest
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.vectors import search_kind, vectors_problem
-from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version, discard, staged_version
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.chunking import ChunkingParams
+from ragrig.retrieval.ingest.current import damage, outdated
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
 from ragrig.retrieval.ingest.distributed import PartitionMapper, run_partitions
 from ragrig.retrieval.ingest.embed import embed_with_cache
@@ -147,42 +144,18 @@ class IngestPipeline:
                 if self.layout.current_file.exists():
                     self._repair("CURRENT", f"{self.layout.current_file} does not name a version")
                 return None
-            problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
-            if problems and any(p.startswith("Chroma collection") for p in problems) and self.restore_damaged_store():
-                problems = verify_version(self.cfg, self.layout.version_dir(current), self.layout.chroma_dir)
-            if not problems:  # files as written, but values a search cannot use (NaN or zero rows, width 0)
-                vdir = self.layout.version_dir(current)
-                bad = vectors_problem(vdir, read_manifest(vdir))
-                problems = [bad] if bad else []
-            if problems:
-                self._repair(current, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)"
-                                                                 if len(problems) > 3 else ""))
+            problem = damage(self.cfg, self.layout, current, self.restore_damaged_store)
+            if problem:
+                self._repair(current, problem)
                 return None
-            outdated = self._outdated(current)
-            if outdated:
-                self.stats.warnings.append(f"published version {current} {outdated}: writing a new version "
+            why = outdated(self.cfg, self.layout, current)
+            if why:
+                self.stats.warnings.append(f"published version {current} {why}: writing a new version "
                                            "(unchanged chunks come from the embedding cache)")
-                log.warning("index %s: %s %s; writing a new version", self.layout.key, current, outdated)
+                log.warning("index %s: %s %s; writing a new version", self.layout.key, current, why)
                 return None
             self._kept = None if self.force else current
             return self._kept
-
-    def _outdated(self, version: str) -> str | None:
-        """Why a whole published version cannot serve this config as it should: written before versions stored
-        their vectors (so only Chroma's build-dependent search could answer), or without the HNSW graph this
-        config's vector search needs (readers would rebuild it on every open), or without the Chroma collection
-        it asks for (``chroma.writes_collection``)."""
-        manifest = read_manifest(self.layout.version_dir(version))
-        stored = manifest.get("vectors")
-        if not isinstance(stored, dict):
-            return "was written before versions stored their vectors (its vector search would vary by build)"
-        vs = self.cfg.index.vector_search
-        if (search_kind(vs, manifest["counts"]["chunks"]) == "hnsw"
-                and stored.get("hnsw") != hnsw.params(vs.hnsw)):
-            return "has no HNSW graph built with this config's parameters"
-        if writes_collection(self.cfg) and manifest["chroma"].get("collection") is None:
-            return "has no Chroma collection, which this config's index settings ask for"
-        return None
 
     def _repair(self, version: str, problem: str) -> None:
         self.stats.repaired = version
