@@ -77,8 +77,9 @@ def main() -> None:
     args = ap.parse_args()
     name = Path(args.config).stem
     root = Path(args.root or tempfile.mkdtemp(prefix="ragrig-dist-"))
-    runs = {"local": [f"home={root / 'local'}"],
-            "dask": [f"home={root / 'dask'}", "flow.runner=dask", f"flow.workers={args.workers}"]}
+    core = ["retrieval.fusion.weights.vector2=0"]  # the partitions' scaling; the second encoder: views_cost.py
+    runs = {"local": [f"home={root / 'local'}", *core],
+            "dask": [f"home={root / 'dask'}", "flow.runner=dask", f"flow.workers={args.workers}", *core]}
     result: dict = {"corpus": name, "workers": args.workers, "machine": {
         "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}

@@ -80,7 +80,9 @@ def main() -> int:
     base = load_config(args.config, ["retrieval.synonyms=null", "eval.testsets=[]"])
     name = args.name or (base.index.name or Path(base.corpus.path).name)
     corpus = copy_corpus(Path(base.corpus.path), work / "corpus")
-    overrides = ["retrieval.synonyms=null", "eval.testsets=[]", f"corpus.path={corpus}"]
+    # ingest against one model's raw encode: the second encoder's view off (its cost: benchmarks/views_cost.py)
+    overrides = ["retrieval.synonyms=null", "eval.testsets=[]", f"corpus.path={corpus}",
+                 "retrieval.fusion.weights.vector2=0"]
     cfg = load_config(args.config, overrides)
 
     t0 = time.perf_counter()

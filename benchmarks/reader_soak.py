@@ -43,7 +43,8 @@ def write_generation(corpus: Path, n: int) -> None:
 
 def overrides(corpus: Path, home: Path) -> list[str]:
     return [f"corpus.path={corpus}", f"home={home}", "retrieval.synonyms=null", "eval.testsets=[]",
-            "index.keep_versions=1", "corpus.markdown_extractor=plain", "retrieval.cache_size=0"]
+            "index.keep_versions=1", "corpus.markdown_extractor=plain", "retrieval.cache_size=0",
+            "retrieval.fusion.weights.vector2=0"]  # the reader's own costs; the second encoder: views_cost.py
 
 
 # ---- a reader process ----------------------------------------------------------------------------------------

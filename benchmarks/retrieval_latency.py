@@ -105,7 +105,7 @@ def build(n: int, home: Path) -> dict[str, Any]:
     os.environ["RAGRIG_HOME"] = str(home)
     (home / "corpus").mkdir(parents=True, exist_ok=True)
     cfg = load_config(None, [f"corpus.path={home / 'corpus'}", f"index.name=synthetic-{n}", "retrieval.synonyms=null",
-                             "eval.testsets=[]", "index.keep_versions=1"])
+                             "eval.testsets=[]", "index.keep_versions=1", "retrieval.fusion.weights.vector2=0"])
     t0 = time.perf_counter()
     rng = np.random.default_rng(GENERATOR["seed"])
     centroids, topic_vocab, topic_of = _topics(n, rng)
@@ -219,7 +219,8 @@ def query(name: str, home: str, n: int, count: int, rank_bm25_max: int) -> dict[
         qvecs = None
     else:
         cfg = load_config(None, [f"corpus.path={Path(home) / 'corpus'}", f"index.name=synthetic-{n}",
-                                 "retrieval.synonyms=null", "eval.testsets=[]", "index.keep_versions=1"])
+                                 "retrieval.synonyms=null", "eval.testsets=[]", "index.keep_versions=1",
+                                 "retrieval.fusion.weights.vector2=0"])
         texts, qvecs = synthetic_queries(n, count)
     t0 = time.perf_counter()
     r = Retriever(cfg)

@@ -148,6 +148,7 @@ def ingest_run(corpus: Path, runner: str, workers: int, work: Path) -> dict[str,
     out = work / f"stats-{runner}-{workers}.json"
     cmd = [str(RAGRIG), "ingest", "-q", "--output-json", str(out), "--set", f"corpus.path={corpus}",
            "--set", "index.name=scale", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]",
+           "--set", "retrieval.fusion.weights.vector2=0",  # the core's scaling; the second encoder: views_cost.py
            *runner_args(runner, workers)]
     env = {**os.environ, "RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     ran = sampled(cmd, env)
@@ -186,7 +187,8 @@ def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
     from ragrig.retrieval.ingest.keyword_mining import build_library
     from retrieval_latency import GENERATOR, _topics, synthetic_vectors, synthetic_words
 
-    cfg = load_config(None, [f"corpus.path={work}", "retrieval.synonyms=null", "eval.testsets=[]"])
+    cfg = load_config(None, [f"corpus.path={work}", "retrieval.synonyms=null", "eval.testsets=[]",
+                             "retrieval.fusion.weights.vector2=0"])
     parts: dict[str, dict[str, float]] = {}
     vdir = work / "version"
     vdir.mkdir(parents=True)

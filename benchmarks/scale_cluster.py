@@ -137,7 +137,8 @@ def settings(corpus: Path, url: str, partition: int) -> list[str]:
     return [f"corpus.path={corpus}", "corpus.format=beir", "index.name=scale-cluster", "retrieval.synonyms=null",
             "eval.testsets=[]", "embedding.backend=openai", "embedding.model=stand-in-bag-of-words",
             f"embedding.endpoint.base_url={url}", "embedding.batch_size=256", f"flow.extract_batch={partition}",
-            "index.vector_search.mode=exact"]
+            "index.vector_search.mode=exact",
+            "retrieval.fusion.weights.vector2=0"]  # the core's scaling; the second encoder's cost: views_cost.py
 
 
 def ingest(runner: str, workers: int, sets: list[str], home: Path, work: Path) -> dict[str, Any]:
