@@ -131,15 +131,17 @@ def test_hits_carry_per_source_ranks_that_explain_the_score(indexed):
     bm25 = sorted(((r.chunks[row].chunk_id, s) for row, s in zip(run.rows.tolist(), run.scores.tolist())),
                   key=lambda kv: (-kv[1], kv[0]))
     bm25_rank = {cid: i + 1 for i, (cid, _) in enumerate(bm25)}
-    assert res.candidates["vector"] == len(r.chunks) and res.candidates["bm25"] == len(bm25)
+    assert res.candidates["vector"] == res.candidates["vector2"] == len(r.chunks)
+    assert res.candidates["bm25"] == len(bm25)
     for h in res.hits:
         assert h.sources, h.chunk_id
-        assert set(h.sources) <= {"bm25", "vector"} and "vector" in h.sources  # the vector source ranks everything
+        # the default's three sources; both vector sources (exact search) rank everything
+        assert set(h.sources) <= {"bm25", "vector", "vector2"} and {"vector", "vector2"} <= set(h.sources)
         assert h.rank_in("bm25") == bm25_rank.get(h.chunk_id)
-        # RRF k=60, weights 1/1, scaled by the best possible score 2/61
-        expected = sum(1 / (60 + s.rank) for s in h.sources.values()) / (2 / 61)
+        # RRF k=60, weights 1/1/1, scaled by the best possible score 3/61
+        expected = sum(1 / (60 + s.rank) for s in h.sources.values()) / (3 / 61)
         assert h.score == pytest.approx(expected)
-    for source in ("bm25", "vector"):
+    for source in ("bm25", "vector", "vector2"):
         ranks = [h.rank_in(source) for h in res.hits if h.rank_in(source) is not None]
         assert len(ranks) == len(set(ranks))
     assert [h.score for h in res.hits] == sorted((h.score for h in res.hits), reverse=True)
