@@ -1,5 +1,5 @@
 """The gate end to end on the real sample corpus and test set: five repeated evaluations of the default
-config never BLOCK against a baseline taken from it; a degraded config (vector retrieval off) BLOCKs,
+config never BLOCK against a baseline taken from it; a degraded config (both vector sources off) BLOCKs,
 naming the metrics and the flipped queries."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_repeated_runs_never_block_and_a_degraded_config_does(tmp_path, capsys):
         assert json.loads(out.read_text())["verdict"] != "BLOCK"
     out = tmp_path / "bad.json"
     rc = main(["gate", "--baseline", str(base), "--policy", policy, "--no-ingest", "--output-json", str(out),
-               "--set", "retrieval.fusion.weights.vector=0"])
+               "--set", "retrieval.fusion.weights.vector=0", "--set", "retrieval.fusion.weights.vector2=0"])
     assert rc == 1
     result = json.loads(out.read_text())
     assert result["verdict"] == "BLOCK"

@@ -20,9 +20,10 @@ def test_query_table_debug_context_and_json(tmp_path, write_files, capsys):
     assert main(["query", "lethal 5+", "--debug", "-k", "2", *sets]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if re.match(r"^│ +1 │", line))
-    assert "Lethal x+" in row and re.search(r"│ +1 │ +1 │$", row.rstrip())  # bm25 rank, vector rank
+    assert "Lethal x+" in row and re.search(r"│ +1 │ +1 │ +\d+ │$", row.rstrip())  # bm25, vector, vector2 ranks
     head = next(line for line in out.splitlines() if "score" in line)
-    assert re.findall(r"\w+", head)[-2:] == ["bm25", "vector"]  # a column per source that ranked a hit: no header
+    # a column per source that ranked a hit (the default's three: no header)
+    assert re.findall(r"\w+", head)[-3:] == ["bm25", "vector", "vector2"]
     assert "normalised query: Lethal 5+" in out and "timings (ms):" in out and "candidates:" in out
     assert main(["query", "lethal 5+", "--context", "--context-tokens", "200", *sets]) == 0
     assert capsys.readouterr().out.startswith("[1] w.md — Weapons > Lethal x+")

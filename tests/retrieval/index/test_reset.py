@@ -32,13 +32,14 @@ def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embe
         pipe.embedder = embedder
         assert pipe.run().published
     la, lb = Layout(cfg_a), Layout(cfg_b)
-    assert rows(la.embedding_cache, "vectors") == 2
+    # two texts, each under the index's model and the second encoder's (the default vector2 view), keyed alike
+    assert rows(la.embedding_cache, "vectors") == 4
     args = ["reset", "--set", f"corpus.path={a}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
     assert main(args) == 2 and la.index_dir.exists()  # without --yes: only says what would go
     assert "would remove" in capsys.readouterr().out
     assert main([*args, "--yes"]) == 0
     assert not la.index_dir.exists() and lb.index_dir.exists()
-    assert rows(la.embedding_cache, "vectors") == 1  # the shared section's vector stays: b still uses it
+    assert rows(la.embedding_cache, "vectors") == 2  # the shared section's vectors stay: b still uses them
     b_sets = ["--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
     assert main(["health", *b_sets]) == 0
     assert main([*args, "--yes"]) == 0 and "nothing to reset" in capsys.readouterr().out
