@@ -97,7 +97,9 @@ class AdaptConfig(Strict):
             "rest: the inverse cloze task), keyword_section (a keyword-library term -> the section that defines it), "
             "parent_child (a parent header -> a child section)"))
     max_pairs: int | None = Field(None, ge=1, description="at most this many pairs, sampled by seed; null: all")
-    hard_negatives: int = Field(1, ge=0, le=8, description="BM25-mined negatives per pair from other sections")
+    hard_negatives: int = Field(0, ge=0, le=8, description=(
+        "BM25-mined negatives per pair from other sections (0: in-batch negatives only; docs/adapt.md: one cost "
+        "~1.7x the training for no gain on the dev suite)"))
     epochs: float = Field(1.0, gt=0, le=100)
     lr: float = Field(3e-5, gt=0, le=1)
     warmup_ratio: float = Field(0.1, ge=0, lt=1, description="share of the steps the learning rate warms up over")
