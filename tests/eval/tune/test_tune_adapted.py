@@ -25,12 +25,14 @@ def test_the_adapt_flag_is_not_a_config_value_and_the_candidate_stays(tmp_path: 
 
 def test_every_shipped_corpus_space_has_the_second_encoder_and_adapted_candidates() -> None:
     """The default fuses the second encoder, so each space holds the index without it, and the adapted encoder
-    with it (the default) and without it."""
+    with it (the default) and without it, and adapted on cloze pairs only."""
     for name in ("pydantic-docs", "scifact", "scifact-one-index", "srd", "sample-adapt"):
         configs = load_space(ROOT / "configs" / "tune" / f"{name}.yaml").configs
         assert {"retrieval.fusion.weights.vector2": 0} in configs, name
         assert {"embedding.adapt": True} in configs, name
         assert {"embedding.adapt": True, "retrieval.fusion.weights.vector2": 0} in configs, name
+        cloze = {"embedding.adapt": True, "embedding.adapt.pairs": ["cloze"]}  # for corpora whose headers are names
+        assert cloze in configs and adapted.wants_adapt(cloze), name
     assert {"retrieval.fusion.weights.vector2": 0} in load_space(ROOT / "configs" / "tune" / "first.yaml").configs
 
 
