@@ -5,9 +5,8 @@ sweep leftovers -> verify the published version (``index/verify.py``: a damaged 
 -> extract (new/changed only, in batches through the extraction cache: ``extract.py``) -> chunk
 (``chunking.py``) -> embed (embedding cache: ``embed.py``) -> the fused views into the same cache (``views.py``)
 -> build a new version (``build.py``) -> publish (atomic CURRENT switch) and prune old versions
-(``index/publish.py``). Nothing changed and no ``--force``: no new version is built (the views are still
-embedded when the config fuses one the cache lacks). A crash anywhere before the switch leaves the published version
-untouched; leftovers are swept at the start of the next ingest.
+(``index/publish.py``). Nothing changed and no ``--force``: no new version is built (a view fused since is
+embedded). A crash before the switch leaves the published version untouched; the next ingest sweeps leftovers.
 
 Distributed (a Dask task runner passes ``partitions``): after the plan the version is staged first, extract ->
 chunk -> embed run on the workers partition by partition, writing shards into the staging folder
@@ -21,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version, discard, staged_version
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
-from ragrig.retrieval.ingest.chunking import ChunkingParams
 from ragrig.retrieval.ingest.current import damage, outdated
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
 from ragrig.retrieval.ingest.distributed import PartitionMapper, run_partitions
@@ -46,7 +45,7 @@ from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
 from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.stats import IngestStats
-from ragrig.retrieval.ingest.views import embed_views, weighted_views
+from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
 __all__ = ["BatchMapper", "IngestPipeline", "IngestStats", "StageCall", "extract_sources"]
 
@@ -265,14 +264,11 @@ class IngestPipeline:
             self._worker_embedded = done.embedded
             return done.docs, done.chunks, done.in_collection
 
-    def chunking_params(self) -> ChunkingParams:
-        return chunking_params(self.cfg, self.embedder)
-
     def chunk(self, docs: list[Document]) -> list[Chunk]:
         with self.timed("chunk"):
             if not docs:
                 return []
-            params = self.chunking_params()
+            params = chunking_params(self.cfg, self.embedder)
             out, failed = chunk_documents(docs, params, self.embedder, self.stats.warnings.append)
             for f in failed:
                 self.stats.fail(f.doc_id, f.stage, f.reason)
@@ -290,14 +286,18 @@ class IngestPipeline:
             self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
             return vecs
 
+    @cached_property
+    def views(self) -> dict[str, Embedder]:
+        """The encoders of the views this config fuses (``ingest/views.py``)."""
+        return view_encoders(self.cfg.retrieval, self.embedder, self.cfg.embedding,
+                             self.layout.cache_dir / "model-digests.json")
+
     def embed_views(self, chunks: list[Chunk]) -> None:
-        """The views this config fuses (``ingest/views.py``) into the embedding cache: a reader only reads them."""
-        if weighted_views(self.cfg.retrieval):
+        """The views this config fuses into the embedding cache: a reader only reads them."""
+        if self.views:
             with self.timed("views"):
-                self.stats.views_embedded = embed_views(
-                    chunks, self.cfg.retrieval, self.embedder, self.cfg.embedding, self.layout.embedding_cache,
-                    self.layout.cache_dir / "model-digests.json", progress=self.progress,
-                    warn=self.stats.warnings.append)
+                self.stats.views_embedded = embed_views(chunks, self.views, self.layout.embedding_cache,
+                                                        progress=self.progress, warn=self.stats.warnings.append)
 
     def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray,
               staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
@@ -317,6 +317,7 @@ class IngestPipeline:
             publish.publish(self.layout, version)
             self.stats.version = version
             self.stats.published = True
+            record_views(self.layout.views_file, version, self.views)  # what the views stage embedded
             pruned = publish.prune(self.layout, self.cfg.index)
             self.stats.kept_in_use = pruned.in_use
             if pruned.in_use:
@@ -334,8 +335,9 @@ class IngestPipeline:
         self.stats.version = version
         kept = IndexVersion(self.cfg, self.layout, version)
         self.stats.chunks = kept.manifest["counts"]["chunks"]
-        if weighted_views(self.cfg.retrieval):  # a view weighted since that version was built
+        if self.views and not views_recorded(self.layout.views_file, version, self.views):  # weighted since
             self.embed_views(kept.chunks)
+            record_views(self.layout.views_file, version, self.views)
         return self.stats
 
     def run(

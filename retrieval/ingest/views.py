@@ -1,6 +1,7 @@
 """The views' units and their vectors (``search/views.py`` searches them): which texts each view embeds, under
 which encoder, through the embedding cache. Ingest's ``views`` stage embeds every view its config weights
-(``embed_views``), so a reader of the version only reads the vectors from the cache.
+(``embed_views``), so a reader of the version only reads the vectors from the cache; ``views.json`` beside the
+versions records what was embedded for the published version, so an unchanged re-ingest skips the stage.
 
 - ``section``: one unit per header section, the pieces of a split section together (``section_groups``),
   embedded by the index's own model.
@@ -10,12 +11,14 @@ which encoder, through the embedding cache. Ingest's ``views`` stage embeds ever
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig, RetrievalConfig
+from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
@@ -65,16 +68,39 @@ def weighted_views(r: RetrievalConfig) -> list[str]:
     return [v for v in VIEW_SOURCES if r.fusion.weights.get(v, 0.0) > 0]
 
 
-def embed_views(chunks: Sequence[Chunk], r: RetrievalConfig, embedder: Embedder, embedding: EmbeddingConfig,
-                cache_path: Path, memo_file: Path, *, progress: bool = False,
-                warn: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Every view ``r`` weights embedded into the cache: how many vectors each newly embedded (0: all cached)."""
+def view_encoders(r: RetrievalConfig, embedder: Embedder, embedding: EmbeddingConfig,
+                  memo_file: Path) -> dict[str, Embedder]:
+    """The encoder of every view ``r`` fuses: the index's own for ``section``, the second model for ``vector2``."""
+    return {name: embedder if name == "section" else second_embedder(embedding, str(r.views.second_model), memo_file)
+            for name in weighted_views(r)}
+
+
+def embed_views(chunks: Sequence[Chunk], encoders: dict[str, Embedder], cache_path: Path, *,
+                progress: bool = False, warn: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Every view of ``encoders`` (``view_encoders``) embedded into the cache: how many vectors each newly
+    embedded (0: all were cached)."""
     out: dict[str, int] = {}
-    for name in weighted_views(r):
-        if name == "section":
-            texts, enc = section_groups(chunks)[0], embedder
-        else:
-            texts, enc = [c.search_text for c in chunks], second_embedder(embedding, str(r.views.second_model),
-                                                                           memo_file)
+    for name, enc in encoders.items():
+        texts = section_groups(chunks)[0] if name == "section" else [c.search_text for c in chunks]
         out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn)[1]
     return out
+
+
+def views_recorded(path: Path, version: str, encoders: dict[str, Embedder]) -> bool:
+    """Whether ``path`` (the index's ``views.json``) says every view of ``encoders`` was embedded, by that
+    encoder, for ``version``: an unchanged re-ingest then neither loads the version's chunks nor reads their
+    vectors back from the cache. Only a shortcut: a reader whose vectors are missing embeds them itself."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    done = data.get("views") if isinstance(data, dict) and data.get("version") == version else None
+    return isinstance(done, dict) and all(done.get(name) == enc.id for name, enc in encoders.items())
+
+
+def record_views(path: Path, version: str, encoders: dict[str, Embedder]) -> None:
+    """Write ``views.json``: the views embedded for ``version``, each with its encoder's id (none: no file)."""
+    if not encoders:
+        return
+    done = {name: enc.id for name, enc in encoders.items()}
+    write_atomic(path, json.dumps({"version": version, "views": done}, sort_keys=True).encode(), durable=False)

@@ -1,9 +1,11 @@
 """Ingest's views stage: the views a config fuses are embedded at ingest (through the embedding cache), so a
 reader's first query embeds no document; a view weighted after the version was built is embedded by the next
-plain ingest, which publishes nothing new; views not weighted cost nothing."""
+plain ingest, which publishes nothing new; once recorded (views.json), an unchanged re-ingest skips the stage;
+views not weighted cost nothing."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -65,5 +67,21 @@ def test_fused_views_are_embedded_at_ingest_and_only_read_by_queries(tmp_path, e
     assert {"section", "vector2"} <= set(res.candidates) and res.hits
     assert r.sources.views.second("bge-small-en-v1.5").matrix.shape == (stats.chunks, 384)
     assert np.isfinite(r.sources.views.section.matrix).all()
-    # another plain ingest finds every view vector cached
+    # another plain ingest skips the stage: views.json says this version's views were embedded by these encoders,
+    # so it neither loads the version's chunks nor reads their vectors back (the nothing-changed fast path)
+    from ragrig.retrieval.index.layout import Layout
+    from ragrig.retrieval.index.version import IndexVersion
+
+    monkeypatch.setattr(IndexVersion, "chunks", property(lambda self: pytest.fail("the chunk table was loaded")))
+    skipped = _ingest(cfg, embedder)
+    assert not skipped.published and skipped.views_embedded == {} and "views" not in skipped.seconds
+    monkeypatch.undo()
+    # without the record (or with another second model recorded) the stage runs and finds every vector cached
+    views_file = Layout(cfg).views_file
+    record = json.loads(views_file.read_text())
+    assert record["version"] == stats.version and record["views"]["section"] == embedder.id
+    assert record["views"]["vector2"].startswith("BAAI/bge-small-en-v1.5") and len(record["views"]) == 2
+    views_file.write_text(json.dumps({**record, "views": {**record["views"], "vector2": "another-model"}}))
     assert _ingest(cfg, embedder).views_embedded == {"section": 0, "vector2": 0}
+    views_file.unlink()
+    assert _ingest(cfg, embedder).views_embedded == {"section": 0, "vector2": 0} and views_file.is_file()
