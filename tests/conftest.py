@@ -27,6 +27,12 @@ os.environ.update(_SESSION_ENV)
 # tests/test_hygiene.py checks that none is left behind).
 _PREFECT_HOME = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
+# Each of `make test`'s parallel workers gets its share of the cores for torch's and onnxruntime's thread pools
+# (and so do the processes a test starts, which inherit it). With every worker's pool as wide as the machine,
+# an OpenMP parallel region waits for a thread the other worker has descheduled: encoding one short text took
+# 0.5 s instead of 0.025 s on 2 cores with another job running. A setting of the user's own is kept.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 _PER_TEST_ENV = (
     "HF_HUB_OFFLINE",
@@ -65,9 +71,9 @@ def loaded_models_shared() -> Iterator[None]:
     """Each ``ragrig`` command run in-process builds its encoder, and loading the sentence-transformers model from
     disk is 0.5-4 s of 2 cores a time; here a test process loads each installed model once and every later
     ``TorchEncoder`` gets that model (the code only reads it: it encodes and tokenizes). Models under the temp
-    folder (tests that write or change one) load each time, as without this; so do the ONNX and endpoint
-    backends. Subprocesses load their own."""
-    from ragrig.retrieval.encoders import torch_backend
+    folder (tests that write or change one) load each time, as without this; so does the endpoint backend.
+    Subprocesses load their own."""
+    from ragrig.retrieval.encoders import onnx_backend, torch_backend
     from ragrig.retrieval.encoders.device import resolve_device
 
     real = torch_backend.TorchEncoder.__init__
@@ -83,9 +89,27 @@ def loaded_models_shared() -> Iterator[None]:
         if not os.path.realpath(str(target)).startswith(scratch):
             loaded[key] = self.model
 
+    # The ONNX backend the same way (the default second encoder, bge-small, opens a session for every ingest and
+    # every retriever: ~0.35 s a time): one session and tokenizers per (folder, pooling, window) and process;
+    # each encoder keeps its own config and thread pool.
+    onnx_real = onnx_backend.OnnxEncoder.__init__
+    opened: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def onnx_init(self: Any, folder: Any, cfg: Any, *, pooling: str = "", max_tokens: int = 0) -> None:
+        key = (os.path.realpath(str(folder)), pooling, max_tokens)
+        if key in opened:
+            self.__dict__.update(opened[key])
+            self.cfg, self._pool, self._pool_lock = cfg, None, threading.Lock()
+            return
+        onnx_real(self, folder, cfg, pooling=pooling, max_tokens=max_tokens)
+        if not key[0].startswith(scratch):
+            opened[key] = {k: v for k, v in vars(self).items() if k not in ("cfg", "_pool", "_pool_lock")}
+
     torch_backend.TorchEncoder.__init__ = init
+    onnx_backend.OnnxEncoder.__init__ = onnx_init
     yield
     torch_backend.TorchEncoder.__init__ = real
+    onnx_backend.OnnxEncoder.__init__ = onnx_real
 
 
 @pytest.fixture(scope="session", autouse=True)
