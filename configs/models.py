@@ -92,7 +92,7 @@ class AdaptConfig(Strict):
     index identity: the adapted model is used only through ``embedding.model: <its folder>``."""
 
     pairs: list[PairKind] = Field(
-        default_factory=lambda: ["header_body", "cloze"], min_length=1, description=(
+        default_factory=lambda: ["header_body", "cloze", "keyword_section", "parent_child"], min_length=1, description=(
             "pair kinds: header_body (a section's header path -> its body), cloze (one sentence of a body -> the "
             "rest: the inverse cloze task), keyword_section (a keyword-library term -> the section that defines it), "
             "parent_child (a parent header -> a child section)"))

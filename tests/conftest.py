@@ -318,7 +318,7 @@ ADDED_SINCE_INDEX_V1 = {
     ("embedding", "endpoint"): {"base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY",
                                 "timeout_s": 30.0, "retries": 3, "backoff_s": 1.0, "window": 510},
     ("index", "bm25", "shards"): "auto", ("index", "bm25", "shard_max_chunks"): 1_000_000,
-    ("embedding", "adapt"): {"pairs": ["header_body", "cloze"], "max_pairs": None, "hard_negatives": 0, "epochs": 1.0,
+    ("embedding", "adapt"): {"pairs": ["header_body", "cloze", "keyword_section", "parent_child"], "max_pairs": None, "hard_negatives": 0, "epochs": 1.0,
                              "lr": 3e-5, "warmup_ratio": 0.1, "batch_size": 32, "max_tokens": 128, "seed": 0,
                              "loss": "mnrl", "symmetric": True, "mini_batch_size": 32, "scale": 20.0},
 }
