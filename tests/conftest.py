@@ -27,8 +27,8 @@ os.environ.update(_SESSION_ENV)
 # tests/test_hygiene.py checks that none is left behind).
 _PREFECT_HOME = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
-# Each of `make test`'s parallel workers gets its share of the cores for torch's and onnxruntime's thread pools
-# (and so do the processes a test starts, which inherit it). With every worker's pool as wide as the machine,
+# Each of `make test`'s parallel workers gets its share of the cores for torch's OpenMP thread pool (and so do the
+# processes a test starts, which inherit it; onnxruntime keeps its own pools, and the encoder's are one thread). With every worker's pool as wide as the machine,
 # an OpenMP parallel region waits for a thread the other worker has descheduled: encoding one short text took
 # 0.5 s instead of 0.025 s on 2 cores with another job running. A setting of the user's own is kept.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
