@@ -7,8 +7,10 @@ checkpoints, each stage timed exclusive of the stages nested in it, then calls t
     python start + exit   interpreter start-up and shutdown (the wall clock less what the child timed inside)
     imports               ``import ragrig.flows.cli`` (the command line and what it imports at start)
     config                ``load_config`` (layering, validation)
-    model import          the embedding backend's import (sentence-transformers + torch, or onnxruntime)
-    model load            the embedding model's load (weights, tokenizer)
+    model import          the embedding backend's own library: ``import torch`` (or onnxruntime)
+    model load            the embedding model's load: weights and tokenizer, and what else the path imports for
+                          it (sentence-transformers, transformers and scikit-learn, where a tree loads the model
+                          through sentence-transformers; none where it runs the lean forward: ``bert_forward.py``)
     index open            ``Retriever.__init__`` less the model, rerank model and warm-up (chunks, BM25, vectors)
     warm-up               ``Retriever._warm`` (pages the vectors and BM25 in before the first query)
     rerank load           the cross-encoder, when rerank is on
@@ -17,8 +19,9 @@ checkpoints, each stage timed exclusive of the stages nested in it, then calls t
     output                rendering (``print_query``, rich's import)
     other                 the rest of ``main`` (argument parsing, quiet environment, synonyms)
 
-The floor is measured in the same run: a bare interpreter that imports the embedding backend, loads the model
-and encodes the question (``--floor``), which any local answer pays. Several trees compare side by side, in
+The floor is measured in the same run: a bare interpreter that imports torch (or onnxruntime), loads the model's
+weights and tokenizer and encodes the question, which any local answer pays (for a model ``bert_forward.py``
+runs, its lean forward; otherwise sentence-transformers). Several trees compare side by side, in
 interleaved rounds (``--variant before=/work/main/.venv/bin/python``: that interpreter's ragrig); every
 variant's printed answer must be the same.
 
@@ -49,11 +52,18 @@ import json, sys, time
 t0 = time.perf_counter()
 backend, target, query = sys.argv[1:4]
 if backend == "torch":
-    from sentence_transformers import SentenceTransformer
+    import torch
     t1 = time.perf_counter()
-    model = SentenceTransformer(target, device="cpu")
-    t2 = time.perf_counter()
-    model.encode([query], convert_to_numpy=True)
+    from ragrig.retrieval.encoders.bert_forward import BertForward
+    model = BertForward.open(target)
+    if model is None:
+        from sentence_transformers import SentenceTransformer
+        model = SentenceTransformer(target, device="cpu")
+        t2 = time.perf_counter()
+        model.encode([query], convert_to_numpy=True)
+    else:
+        t2 = time.perf_counter()
+        model.encode([query], batch_size=32, normalize=True)
 else:
     from ragrig.retrieval.embedding import Embedder
     from ragrig.configs.models import EmbeddingConfig
@@ -113,7 +123,7 @@ def _patch(clock: Clock) -> None:
     def model(self: Any) -> Any:  # the backend's import apart from the model's load
         if getattr(self, "_model", None) is None:
             backend = self.ref.backend
-            mod = {"torch": "sentence_transformers", "onnx": "onnxruntime"}.get(backend)
+            mod = {"torch": "torch", "onnx": "onnxruntime"}.get(backend)
             if mod and mod not in sys.modules:
                 clock.wrap("model import", importlib.import_module)(mod)
         return real_model(self)
@@ -209,7 +219,7 @@ def main() -> None:
                 got.setdefault(s, []).append(stages.get(s, 0.0))
             got.setdefault("total (instrumented)", []).append(wall)
             got.setdefault("total (plain `python -m ragrig query`)", []).append(plain)
-        fl = floor_of(next(iter(variants.values())), args, env)
+        fl = floor_of(sys.executable, args, env)  # this tree: its lean forward where it has one
         if rnd:
             for k, v in fl.items():
                 rows["floor"].setdefault(k, []).append(v)

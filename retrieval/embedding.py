@@ -84,7 +84,9 @@ class Embedder:
                 else:
                     from ragrig.retrieval.encoders.torch_backend import TorchEncoder
 
-                    self._model = TorchEncoder(ref.target, self.cfg)
+                    check = self.memo_file.parent / "torch-forward.json" if self.memo_file is not None else None
+                    self._model = TorchEncoder(ref.target, self.cfg, identity=None if ref.hub else ref.model_id(self.cfg),
+                                               check_file=check)
         return self._model
 
     @property
@@ -128,4 +130,10 @@ class Embedder:
         return np.vstack(out)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        return self.encode(queries, prefix=self.query_prefix)
+        """Queries with the query prefix, through the backend's own query path where it has one (the torch
+        backend's lean forward: ``encoders/torch_backend.py``)."""
+        if not queries:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        texts = [self.query_prefix + q for q in queries]
+        own = getattr(self.model, "encode_queries", None)
+        return own(texts) if own is not None else self.model.encode(texts)

@@ -69,25 +69,41 @@ def ragrig_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def loaded_models_shared() -> Iterator[None]:
     """Each ``ragrig`` command run in-process builds its encoder, and loading the sentence-transformers model from
-    disk is 0.5-4 s of 2 cores a time; here a test process loads each installed model once and every later
-    ``TorchEncoder`` gets that model (the code only reads it: it encodes and tokenizes). Models under the temp
+    disk is 0.5-4 s of 2 cores a time; here a test process loads each installed model once (and its lean forward,
+    ``bert_forward.py``) and every later ``TorchEncoder`` gets that model (the code only reads it: it encodes and
+    tokenizes). Models under the temp
     folder (tests that write or change one) load each time, as without this; so does the endpoint backend.
     Subprocesses load their own."""
     from ragrig.retrieval.encoders import onnx_backend, torch_backend
     from ragrig.retrieval.encoders.device import resolve_device
 
-    real = torch_backend.TorchEncoder.__init__
+    from ragrig.retrieval.encoders import bert_forward
+
+    real, real_open = torch_backend.TorchEncoder._load, bert_forward.BertForward.open.__func__
     loaded: dict[tuple[str, str], Any] = {}
     scratch = os.path.realpath(tempfile.gettempdir())
 
-    def init(self: Any, target: str, cfg: Any) -> None:
-        key = (str(target), str(resolve_device(cfg.device)))
-        if key in loaded:
-            self.cfg, self.model = cfg, loaded[key]
-            return
-        real(self, target, cfg)
-        if not os.path.realpath(str(target)).startswith(scratch):
-            loaded[key] = self.model
+    def load(self: Any) -> Any:  # the sentence-transformers model, once per (installed model, device)
+        key = (str(self.target), self.device)
+        if key not in loaded:
+            model = real(self)
+            if os.path.realpath(str(self.target)).startswith(scratch):
+                return model
+            loaded[key] = model
+        return loaded[key]
+
+    forwards: dict[str, Any] = {}
+
+    def open_forward(cls: Any, folder: Any) -> Any:  # the lean forward's weights and tokenizers, the same way
+        key = os.path.realpath(str(folder))
+        if key.startswith(scratch):
+            return real_open(cls, folder)
+        if key not in forwards:
+            forwards[key] = real_open(cls, folder)
+        return forwards[key]
+
+    torch_backend.TorchEncoder._load = load
+    bert_forward.BertForward.open = classmethod(open_forward)
 
     # The ONNX backend the same way (the default second encoder, bge-small, opens a session for every ingest and
     # every retriever: ~0.35 s a time): one session and tokenizers per (folder, pooling, window) and process;
@@ -105,10 +121,10 @@ def loaded_models_shared() -> Iterator[None]:
         if not key[0].startswith(scratch):
             opened[key] = {k: v for k, v in vars(self).items() if k not in ("cfg", "_pool", "_pool_lock")}
 
-    torch_backend.TorchEncoder.__init__ = init
     onnx_backend.OnnxEncoder.__init__ = onnx_init
     yield
-    torch_backend.TorchEncoder.__init__ = real
+    torch_backend.TorchEncoder._load = real
+    bert_forward.BertForward.open = classmethod(real_open)
     onnx_backend.OnnxEncoder.__init__ = onnx_real
 
 

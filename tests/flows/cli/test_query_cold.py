@@ -1,5 +1,7 @@
 """A cold `ragrig query` loads only what one question needs: no Prefect, MLflow, numba, Chroma or FastAPI in the
-process (pandas comes with sentence-transformers' own import: the model's floor), and the process ends as soon as its answer is out (no interpreter teardown) with the answer unchanged."""
+process, nor sentence-transformers and transformers (the ingest recorded the lean forward equal to them:
+``encoders/forward_check.py``; torch is the model's floor), and the process ends as soon as its answer is out
+(no interpreter teardown) with the answer unchanged."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n"}
-HEAVY = ("prefect", "mlflow", "numba", "chromadb", "fastapi")
+HEAVY = ("prefect", "mlflow", "numba", "chromadb", "fastapi", "sentence_transformers", "transformers", "sklearn")
 PROBE = """
 import json, sys
 from ragrig.flows.cli import main

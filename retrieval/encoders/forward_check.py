@@ -1,0 +1,100 @@
+"""Whether ``bert_forward.BertForward`` gives a model's own sentence-transformers output bit for bit, checked, never
+assumed: both encode the probe texts below (empty, whitespace, accents, CJK, emoji, code, a text past the window;
+in batches of one, three and the configured size, so padding is exercised) and count their tokens, and the
+verdict is kept per (model identity, device, normalisation, torch / transformers / sentence-transformers /
+tokenizers versions) in this process and in a JSON file beside the model-digest memo (``<home>/cache/
+torch-forward.json``). A command that loads sentence-transformers anyway (an ingest that embeds, or a query
+with no verdict yet) checks and records; one that finds ``true`` runs the model without importing it. A
+library upgrade is a new key: checked again. A damaged or unwritable file costs only a check.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ragrig.retrieval.atomic import write_atomic
+
+PROBES = (
+    "", " ", "a", "Hello, World!", "How does grappling work?", "naïve café ÜBER straße Ærøskøbing", "日本語のテキスト",
+    "emoji 🙂 and a zero\u200bwidth space", "tabs\tand\nnew lines  and  double spaces",
+    "def f(x: int) -> int:\n    return x ** 2  # code, CamelCase and snake_case_names",
+    "Model.model_validate_json() vs model_dump(mode='json') in Pydantic v2.7",
+    " ".join(f"word{i} of a long passage that runs past the model's window" for i in range(120)),
+)
+_LIBRARIES = ("torch", "transformers", "sentence-transformers", "tokenizers")
+_verdicts: dict[str, bool] = {}
+_lock = threading.Lock()
+
+
+def check_key(identity: str, device: str, normalize: bool) -> str:
+    """The verdict's key: the model, where and how it runs, and the versions of every library either path uses."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = []
+    for lib in _LIBRARIES:
+        try:
+            versions.append(f"{lib}=={version(lib)}")
+        except PackageNotFoundError:
+            versions.append(f"{lib} missing")
+    return f"{identity} | {device} | normalize={normalize} | {' '.join(versions)}"
+
+
+def recorded(path: Path | None, key: str) -> bool | None:
+    """The verdict for ``key``: this process's (written to ``path`` too when the file lacks it: a later process
+    need not check again), else the file's; None when neither has one."""
+    with _lock:
+        mine = _verdicts.get(key)
+    data = _read(path)
+    if mine is not None:
+        if path is not None and data.get(key) is not mine:
+            record(path, key, mine)
+        return mine
+    got = data.get(key)
+    return got if isinstance(got, bool) else None
+
+
+def record(path: Path | None, key: str, same: bool) -> None:
+    with _lock:
+        _verdicts[key] = same
+    if path is None:
+        return
+    data = _read(path)
+    data[key] = same
+    try:
+        write_atomic(path, json.dumps(data, sort_keys=True, indent=1).encode(), durable=False)
+    except OSError:
+        pass  # a read-only home: the next process checks again
+
+
+def _read(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def same_output(lean: Any, st: Any, *, batch_size: int, normalize: bool) -> bool:
+    """Whether ``lean`` (a ``BertForward``) and ``st`` (the ``SentenceTransformer``) agree on the probes bit for
+    bit: window, width, token counts and vectors in batches of 1, 3 and ``batch_size``."""
+    dim = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+    if lean.window != int(st.max_seq_length) - 2 or lean.dim != int(dim()):
+        return False
+    texts = list(PROBES)
+    if lean.count_tokens(texts) != [len(x) for x in st.tokenizer(texts, add_special_tokens=False,
+                                                                  truncation=False)["input_ids"]]:
+        return False
+    for size in sorted({1, 3, batch_size}):
+        theirs = st.encode(texts, batch_size=size, normalize_embeddings=normalize, convert_to_numpy=True,
+                           show_progress_bar=False)
+        ours = lean.encode(texts, batch_size=size, normalize=normalize)
+        if ours.shape != theirs.shape or ours.dtype != np.float32 or \
+                not np.array_equal(ours.view(np.uint32), np.asarray(theirs, dtype=np.float32).view(np.uint32)):
+            return False
+    return True
