@@ -130,10 +130,4 @@ class Embedder:
         return np.vstack(out)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Queries with the query prefix, through the backend's own query path where it has one (the torch
-        backend's lean forward: ``encoders/torch_backend.py``)."""
-        if not queries:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        texts = [self.query_prefix + q for q in queries]
-        own = getattr(self.model, "encode_queries", None)
-        return own(texts) if own is not None else self.model.encode(texts)
+        return self.encode(queries, prefix=self.query_prefix)

@@ -1,10 +1,11 @@
 """The sentence-transformers backend (torch): any sentence-transformers name or local folder.
 
-Queries (and the window, width and token counts) go through ``bert_forward.BertForward`` where
-``forward_check.py`` has recorded it equal to sentence-transformers for this model, device and set of library
-versions: a cold ``ragrig query`` then imports torch but neither sentence-transformers nor transformers.
-Documents are always encoded by sentence-transformers (loaded on first use). Without a verdict yet the model is
-loaded by sentence-transformers, checked against the lean forward on the probes, and the verdict recorded."""
+On CPU, texts are encoded (and the window, width and token counts read) by ``bert_forward.BertForward`` where
+``forward_check.py`` has recorded it equal to sentence-transformers bit for bit for this model, device and set of
+library versions: a cold ``ragrig query``, an ingest, a Dask worker or a server then import torch but neither
+sentence-transformers nor transformers (~8 s of 2 cores here). Without a verdict yet the model is loaded by
+sentence-transformers, checked against the lean forward on the probes, and the verdict recorded. A progress bar
+(sentence-transformers' own), a GPU or a model the lean forward does not run: sentence-transformers, as before."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class TorchEncoder:
             if key and verdict is None:
                 lean = BertForward.open(target)
                 same = lean is not None and forward_check.same_output(
-                    lean, self.model, batch_size=cfg.batch_size, normalize=cfg.normalize)
+                    lean, self.model, batch_size=cfg.batch_size, normalize=cfg.normalize, target=target)
                 forward_check.record(check_file, key, same)
                 self.lean = lean if same else None
 
@@ -85,12 +86,8 @@ class TorchEncoder:
         return [len(x) for x in enc]
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        if self.lean is not None and not progress:
+            return self.lean.encode(texts, batch_size=self.cfg.batch_size, normalize=self.cfg.normalize)
         vecs = self.model.encode(list(texts), batch_size=self.cfg.batch_size, normalize_embeddings=self.cfg.normalize,
                                  show_progress_bar=progress, convert_to_numpy=True)
         return np.asarray(vecs, dtype=np.float32)
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Queries: the lean forward when it was checked equal, else ``encode``."""
-        if self.lean is not None:
-            return self.lean.encode(texts, batch_size=self.cfg.batch_size, normalize=self.cfg.normalize)
-        return self.encode(texts)

@@ -1,7 +1,7 @@
 """A cold `ragrig query` loads only what one question needs: no Prefect, MLflow, numba, Chroma or FastAPI in the
 process, nor sentence-transformers and transformers (the ingest recorded the lean forward equal to them:
-``encoders/forward_check.py``; torch is the model's floor), and the process ends as soon as its answer is out
-(no interpreter teardown) with the answer unchanged."""
+``encoders/forward_check.py``; torch is the model's floor; a later ingest needs neither either), and the process
+ends as soon as its answer is out (no interpreter teardown) with the answer unchanged."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from ragrig.flows.cli import main
@@ -48,6 +49,17 @@ def test_a_single_query_imports_no_prefect_mlflow_or_numba(index, capsys):
     out, modules = got.stdout.rsplit("MODULES ", 1)
     assert json.loads(modules) == []
     assert json.loads(out)["hits"][0]["header_path"] == ["Weapons", "Lethal x+"]
+
+
+def test_an_ingest_after_the_verdict_imports_no_sentence_transformers(index, capsys):
+    probe = PROBE.replace("set(%r)" % (HEAVY,), "{'sentence_transformers', 'transformers', 'sklearn'}")
+    corpus = next(s.split("=", 1)[1] for s in index if s.startswith("corpus.path="))
+    (Path(corpus) / "armour.md").write_text("# Armour\n\n## Heavy\n\nSaves on 2+ against blasts.\n")
+    got = _run(["-c", probe, "ingest", "--no-prefect", "-q", *index])  # a new document embedded, lean
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout.rsplit("MODULES ", 1)[1]) == []
+    assert main(["query", "lethal 5+", "--json", "-k", "1", *index]) == 0  # the version it wrote answers
+    assert json.loads(capsys.readouterr().out)["hits"][0]["header_path"] == ["Weapons", "Lethal x+"]
 
 
 def _rounded(value):

@@ -125,11 +125,13 @@ def test_the_first_encoder_checks_and_records_later_ones_skip_sentence_transform
     later = _encoder(check)
     assert later._st is None and later.lean is not None
     queries = ["how does grappling work", "what does lethal do?"]
-    assert np.array_equal(_bits(later.encode_queries(queries)),
+    assert np.array_equal(_bits(later.encode(queries)),
                           _bits(st.encode(queries, batch_size=32, normalize_embeddings=True)))
+    docs = ["a document about grappling", "another, longer document " * 20]
+    assert np.array_equal(_bits(later.encode(docs)), _bits(st.encode(docs, batch_size=32, normalize_embeddings=True)))
     assert (later.window, later.dim, later.count_tokens(["a b"])) == (254, 384, [2])
     assert later._st is None  # none of that loaded sentence-transformers
-    later.encode(["a document"])  # documents always go through it
+    later.encode(docs, progress=True)  # its progress bar is sentence-transformers' own
     assert later._st is not None
 
 
@@ -139,7 +141,7 @@ def test_a_lean_forward_that_differs_is_recorded_and_never_used(tmp_path, fresh_
     monkeypatch.setattr(BertForward, "_pool", lambda self, t, m: real(self, t, m) * (1 + 1e-6))
     enc = _encoder(check)
     assert enc.lean is None and list(json.loads(check.read_text()).values()) == [False]
-    got = enc.encode_queries(["lethal"])
+    got = enc.encode(["lethal"])
     assert np.array_equal(_bits(got), _bits(st.encode(["lethal"], normalize_embeddings=True)))
 
     monkeypatch.setattr(BertForward, "_pool", real)
@@ -159,3 +161,14 @@ def test_a_damaged_or_foreign_record_costs_only_a_check(tmp_path, fresh_verdicts
 def test_no_identity_or_another_device_means_sentence_transformers(tmp_path, fresh_verdicts):
     assert _encoder(tmp_path / "c.json", identity="").lean is None  # a hub model: no folder identity
     assert not (tmp_path / "c.json").exists()
+
+
+def test_weights_the_lean_forward_cannot_run_are_a_false_verdict_not_an_error(tmp_path, fresh_verdicts, caplog):
+    """A config that names a seventh layer the weights lack: sentence-transformers loads it (a new layer at
+    random), the lean forward fails on the probes: recorded unequal, one warning, queries by sentence-transformers."""
+    folder = _variant(tmp_path, lambda f: _set(f / "config.json", num_hidden_layers=7))
+    check = tmp_path / "torch-forward.json"
+    enc = TorchEncoder(str(folder), EmbeddingConfig(model=str(folder)), identity="seven-layers", check_file=check)
+    assert enc.lean is None and list(json.loads(check.read_text()).values()) == [False]
+    assert any("cannot run" in r.getMessage() and "KeyError" in r.getMessage() for r in caplog.records)
+    assert enc.encode(["lethal"]).shape == (1, 384)
