@@ -166,3 +166,45 @@ def test_bm25_scores_are_the_same_without_numba_in_the_process():
     assert all(r.returncode == 0 for r in runs), [r.stderr[-500:] for r in runs]
     (h1, _, backend1), (h2, _, backend2) = (r.stdout.split() for r in runs)
     assert h1 == h2 and backend1 == backend2 == "numpy"
+
+
+SAVE_PROBE = """
+import hashlib, sys
+from pathlib import Path
+from ragrig.configs.models import Bm25Config
+from ragrig.retrieval.index.bm25 import Bm25Index
+texts = [f"doc {i} lethal {i % 7} balanced rules weapon {'x' * (i % 5)} critical {i * 13 % 11}" for i in range(300)]
+out = Path(sys.argv[1])
+Bm25Index.build([*texts, ""], Bm25Config()).save(out)
+print(" ".join(f"{p.name}:{hashlib.sha256(p.read_bytes()).hexdigest()[:16]}" for p in sorted(out.iterdir())))
+"""
+
+
+@pytest.mark.slow
+def test_two_builds_of_one_corpus_write_the_same_files_whatever_the_hash_seed(tmp_path):
+    """The vocabulary is numbered by first appearance (bm25s' own numbering followed Python's string hashing, so two
+    builds wrote other bytes)."""
+    import os
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", SAVE_PROBE, str(tmp_path / seed)], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-500:] for r in runs]
+    assert runs[0].stdout == runs[1].stdout and "vocab.index.json" in runs[0].stdout
+
+
+@pytest.mark.parametrize("method", ["lucene", "bm25+"])
+def test_the_first_appearance_vocabulary_scores_as_bm25s_own(sample_texts, method):
+    """The same scores, to the bit, as bm25s indexing the same tokens itself, for every query of the sample set."""
+    from ragrig.retrieval.index.bm25_shards import bm25s_module
+
+    cfg = Bm25Config(method=method)
+    ours = Bm25Index.build(sample_texts, cfg)
+    theirs = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    theirs.index([ours.tokenizer(t) or [""] for t in sample_texts], show_progress=False)
+    assert sorted(theirs.vocab_dict) == sorted(ours.parts[0][1].vocab_dict)
+    for q in [c.query for c in load_testset(ROOT / "datasets" / "testsets" / "sample.yaml").cases]:
+        toks = [t for t in ours.tokenizer(q) if t in theirs.vocab_dict]
+        if toks:
+            assert ours.parts[0][1].get_scores(toks).tobytes() == theirs.get_scores(toks).tobytes(), q
