@@ -21,6 +21,7 @@ from ragrig.retrieval.index.bm25_shards import (
     TermStats,
     bm25s_module,
     build_shard,
+    numbered,
     read_contents,
     shard_bounds,
     shard_count,
@@ -62,12 +63,8 @@ class Bm25Index:
             out.stats = stats
             return out
         corpus = [tok(t) or [""] for t in texts]
-        # The vocabulary in first-appearance order, as the shards number theirs: bm25s' own numbers its terms in
-        # the order of a Python set of strings, so two builds of one corpus wrote other files (PYTHONHASHSEED;
-        # the same scores, since a query's terms are summed in the query's order).
-        vocab = {t: i for i, t in enumerate(dict.fromkeys(t for d in corpus for t in d))}
         r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
-        r.index(([[vocab[t] for t in d] for d in corpus], vocab), show_progress=False)
+        r.index(numbered(corpus), show_progress=False)  # as the shards number theirs: the same files every build
         return cls([(0, r)], cfg, len(texts))
 
     def save(self, path: Path) -> None:

@@ -101,6 +101,13 @@ class TermStats:
         return np.float64(self.total_len / self.num_docs)
 
 
+def numbered(docs: Sequence[Sequence[str]], terms: Sequence[str] | None = None) -> tuple[list[list[int]], dict[str, int]]:
+    """Each doc's term ids and the vocabulary, the terms numbered in ``terms``' order or else by first appearance
+    (bm25s' own numbering follows Python's string hashing: two builds of one corpus would write other files)."""
+    vocab = {t: i for i, t in enumerate(terms if terms is not None else dict.fromkeys(t for d in docs for t in d))}
+    return [[vocab[t] for t in d] for d in docs], vocab
+
+
 def build_shard(docs: Sequence[Sequence[str]], stats: TermStats, cfg: Bm25Config) -> Any:
     """A bm25s retriever over ``docs`` (one shard's chunk tokens) scored with the corpus-wide ``stats``: the
     steps of bm25s' own ``index`` with the global numbers in place of the shard's."""
@@ -114,10 +121,8 @@ def build_shard(docs: Sequence[Sequence[str]], stats: TermStats, cfg: Bm25Config
     )
 
     r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
-    terms = list(stats.df) if cfg.method in _NONOCCURRENCE else list(dict.fromkeys(t for d in docs for t in d))
-    vocab = {t: i for i, t in enumerate(terms)}
-    ids = [[vocab[t] for t in d] for d in docs]
-    df = {i: stats.df[t] for i, t in enumerate(terms)}
+    ids, vocab = numbered(docs, list(stats.df) if cfg.method in _NONOCCURRENCE else None)
+    df = {i: stats.df[t] for t, i in vocab.items()}
     avg = stats.avg_len
     idf = _build_idf_array(df, stats.num_docs, _select_idf_scorer(r.idf_method), dtype=r.dtype)
     r.nonoccurrence_array = None
