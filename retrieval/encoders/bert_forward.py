@@ -13,47 +13,40 @@ sentence-transformers, prompts applied by default, missing files): those load se
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ragrig.retrieval.encoders.model_files import json_object, read_json
 
 _TYPES = ("Transformer", "Pooling", "Normalize")
-
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _layout(folder: Path) -> tuple[int, str, bool] | None:
     """(max tokens with special tokens, pooling "mean" or "cls", whether the model normalises) when ``folder`` is
     a model this module runs, else None."""
-    modules = _json(folder / "modules.json")
+    modules = read_json(folder / "modules.json")
     if not isinstance(modules, list) or not 2 <= len(modules) <= 3:
         return None
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else "" for m in modules]
     if kinds != list(_TYPES[: len(kinds)]) or modules[0].get("path") not in ("", "."):
         return None
-    config, st = _json(folder / "config.json"), _json(folder / "sentence_bert_config.json") or {}
+    config, st = read_json(folder / "config.json"), json_object(folder / "sentence_bert_config.json")
     if not isinstance(config, dict) or config.get("model_type") != "bert" or config.get("is_decoder") \
             or config.get("hidden_act", "gelu") != "gelu" \
             or config.get("position_embedding_type", "absolute") != "absolute" or st.get("do_lower_case"):
         return None
-    settings = _json(folder / "config_sentence_transformers.json") or {}
+    settings = json_object(folder / "config_sentence_transformers.json")
     if settings.get("default_prompt_name"):
         return None
-    pool = _json(folder / str(modules[1].get("path", "")) / "config.json") or {}
+    pool = json_object(folder / str(modules[1].get("path", "")) / "config.json")
     modes = {k for k, v in pool.items() if k.startswith("pooling_mode") and v}
     if modes not in ({"pooling_mode_mean_tokens"}, {"pooling_mode_cls_token"}) and pool.get("pooling_mode") \
             not in ("mean", "cls"):
         return None
     mode = "cls" if "pooling_mode_cls_token" in modes or pool.get("pooling_mode") == "cls" else "mean"
-    length = st.get("max_seq_length") or (_json(folder / "tokenizer_config.json") or {}).get("model_max_length")
+    length = st.get("max_seq_length") or json_object(folder / "tokenizer_config.json").get("model_max_length")
     if not isinstance(length, int) or not 2 < length <= int(config.get("max_position_embeddings", 512)):
         return None
     if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
@@ -70,7 +63,7 @@ class BertForward:
         from tokenizers import Tokenizer
 
         self.torch = torch
-        self.config = _json(folder / "config.json")
+        self.config = json_object(folder / "config.json")
         self.max_length, self.pooling, self.normalizes = max_length, pooling, normalizes
         self.w = {k.removeprefix("bert."): v for k, v in load_file(str(folder / "model.safetensors")).items()}
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))

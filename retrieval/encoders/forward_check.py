@@ -10,6 +10,7 @@ library upgrade is a new key: checked again. A damaged or unwritable file costs 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from ragrig.retrieval.atomic import write_atomic
+from ragrig.retrieval.encoders.model_files import json_object
 
 PROBES = (
     "", " ", "a", "Hello, World!", "How does grappling work?", "naïve café ÜBER straße Ærøskøbing", "日本語のテキスト",
@@ -34,15 +36,21 @@ _lock = threading.Lock()
 
 def check_key(identity: str, device: str, normalize: bool) -> str:
     """The verdict's key: the model, where and how it runs, and the versions of every library either path uses."""
+    return f"{identity} | {device} | normalize={normalize} | {_versions()}"
+
+
+@functools.cache
+def _versions() -> str:
+    """The installed versions of ``_LIBRARIES`` (read once a process: every encoder asks)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    versions = []
+    out = []
     for lib in _LIBRARIES:
         try:
-            versions.append(f"{lib}=={version(lib)}")
+            out.append(f"{lib}=={version(lib)}")
         except PackageNotFoundError:
-            versions.append(f"{lib} missing")
-    return f"{identity} | {device} | normalize={normalize} | {' '.join(versions)}"
+            out.append(f"{lib} missing")
+    return " ".join(out)
 
 
 def recorded(path: Path | None, key: str) -> bool | None:
@@ -73,13 +81,7 @@ def record(path: Path | None, key: str, same: bool) -> None:
 
 
 def _read(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return json_object(path) if path is not None else {}
 
 
 def same_output(lean: Any, st: Any, *, batch_size: int, normalize: bool, target: str = "") -> bool:

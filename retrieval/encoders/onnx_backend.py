@@ -16,7 +16,6 @@ queries 52-74 against 43-52 under the same load).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import EmbeddingConfig
+from ragrig.retrieval.encoders.model_files import json_object
 
 POOLING_FILE = Path("1_Pooling") / "config.json"
 
@@ -46,16 +46,10 @@ def quantisation(model_file: Path) -> str:
         else "fp32"
 
 
-def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def folder_pooling(folder: Path) -> str:
-    conf = _json(folder / POOLING_FILE)
+    conf = json_object(folder / POOLING_FILE)
     if conf.get("pooling_mode_cls_token"):
         return "cls"
     if conf.get("pooling_mode_mean_tokens"):
@@ -80,8 +74,8 @@ def cpu_session(model_file: Path, field: str, threads: int | None = None) -> Any
 
 
 def _max_tokens(folder: Path, given: int) -> int:
-    limits = [given, int(_json(folder / "config.json").get("max_position_embeddings") or 0)]
-    tok_max = _json(folder / "tokenizer_config.json").get("model_max_length")
+    limits = [given, int(json_object(folder / "config.json").get("max_position_embeddings") or 0)]
+    tok_max = json_object(folder / "tokenizer_config.json").get("model_max_length")
     if isinstance(tok_max, int) and tok_max < 100_000:  # transformers writes 1e30 for "no limit"
         limits.append(tok_max)
     return min((n for n in limits if n > 0), default=512)

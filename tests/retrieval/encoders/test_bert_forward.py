@@ -93,10 +93,11 @@ def _set(path: Path, **values) -> None:
         [*json.loads((f / "modules.json").read_text()),
          {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}])),
     lambda f: (f / "modules.json").write_text("not json"),
+    lambda f: (f / "1_Pooling" / "config.json").write_text("[1, 2]"),
     lambda f: (f / "tokenizer.json").unlink(),
     lambda f: (f / "model.safetensors").unlink(),
 ], ids=["roberta", "relative-positions", "lower-cased-by-st", "default-prompt", "max-pooling", "dense-layer",
-        "garbage-modules", "no-tokenizer-json", "no-safetensors"])
+        "garbage-modules", "pooling-not-an-object", "no-tokenizer-json", "no-safetensors"])
 def test_models_it_does_not_run_are_left_to_sentence_transformers(tmp_path, edit):
     assert BertForward.open(_variant(tmp_path, lambda f: None)) is not None  # the unchanged copy runs
     shutil.rmtree(tmp_path / "variant")
