@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     from ragrig.eval.sweep.run import run_sweep
     from ragrig.eval.sweep.spec import load_sweep, resolve
     from ragrig.eval.tracking.store import ensure_experiment
-    from ragrig.flows.runners import cluster_mapper
+    from ragrig.flows.runners import cluster_executor
     from ragrig.retrieval.search.retriever import Retriever
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -101,9 +101,9 @@ def main(argv: list[str]) -> int:
             local = run_sweep(spec, extra, progress=False, configs=local_cfgs)
             local_s.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            with cluster_mapper(dask_cfgs[0][2]) as mapper:
+            with cluster_executor(dask_cfgs[0][2]) as executor:
                 t1 = time.perf_counter()
-                dist = run_sweep(spec, dask_extra, progress=False, configs=dask_cfgs, mapper=mapper)
+                dist = run_sweep(spec, dask_extra, progress=False, configs=dask_cfgs, executor=executor)
                 sweep_s.append(time.perf_counter() - t1)
             total_s.append(time.perf_counter() - t0)
             checks.append(intact(uri, local) and intact(uri, dist))

@@ -13,19 +13,19 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import RagrigConfig
-from ragrig.eval.evaluate import call_directly
 from ragrig.eval.report import EvalReport
 from ragrig.eval.stats import permutation_p
 from ragrig.eval.sweep.adapted import with_model
 from ragrig.eval.sweep.result import SweepRow
 from ragrig.retrieval.adapt.run import OnStep, adapt
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 
 COMPARED = ("ndcg@10", "recall@10")  # tested per case; the first decides the verdict
 ALPHA = 0.05
 
 
 def compare_adapted(cfg: RagrigConfig, folder: str, *, progress: bool = False, log_mlflow: bool = True,
-                    stage: Any = None) -> dict[str, Any]:
+                    executor: Executor = IN_PROCESS) -> dict[str, Any]:
     """Base vs adapted on ``cfg.eval.testsets``: each one's overall metrics per test set, and per compared metric
     the means over every case, the gain, the permutation test's p and whether the gain is significant."""
     from ragrig.eval.sweep.run import run_sweep
@@ -46,7 +46,7 @@ def compare_adapted(cfg: RagrigConfig, folder: str, *, progress: bool = False, l
                      "run_id": row.run_id})
 
     sweep = run_sweep(spec, log_mlflow=log_mlflow and cfg.mlflow.enabled, progress=progress,
-                      stage=stage or call_directly, configs=items, on_report=collect)
+                      executor=executor, configs=items, on_report=collect)
     keys = sorted(scores["base"])
     tests = {}
     for m in COMPARED:
@@ -64,16 +64,17 @@ def compare_adapted(cfg: RagrigConfig, folder: str, *, progress: bool = False, l
 
 
 def run_adapt(cfg: RagrigConfig, out: str | None = None, *, force: bool = False, progress: bool = True,
-              compare: bool = True, stage: Any = None, on_step: OnStep | None = None) -> dict[str, Any]:
+              compare: bool = True, executor: Executor = IN_PROCESS, on_step: OnStep | None = None,
+              ) -> dict[str, Any]:
     """Adapt, log the run, compare with the base; the whole result as a dict (what --output-json writes)."""
-    call = stage or call_directly
+    call = executor.call
     t0 = time.perf_counter()
-    result = adapt(cfg, out, force=force, progress=progress, on_step=on_step, stage=call).to_dict()
+    result = adapt(cfg, out, force=force, progress=progress, on_step=on_step, executor=executor).to_dict()
     if cfg.mlflow.enabled:
         from ragrig.eval.tracking.adapt import log_adapt
 
         result["mlflow_run_id"] = call("adapt-log-mlflow", log_adapt, cfg, result)
     if compare:
-        result["compare"] = compare_adapted(cfg, result["model"], progress=progress, stage=call)
+        result["compare"] = compare_adapted(cfg, result["model"], progress=progress, executor=executor)
     result["total_seconds"] = time.perf_counter() - t0
     return result

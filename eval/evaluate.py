@@ -21,15 +21,10 @@ from ragrig.eval.testset import TestSet, load_testset
 from ragrig.eval.tracking.runs import RunOptions, log_failure, log_report
 from ragrig.retrieval.documents import Document
 from ragrig.retrieval.frozen_heap import frozen_heap
-from ragrig.retrieval.ingest.pipeline import StageCall
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.results import RetrievalResult
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
-
-
-def call_directly(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """The stage runner without an orchestrator: call the step."""
-    return fn(*args)
 
 
 def load_testsets(cfg: RagrigConfig, paths: Sequence[str | Path | TestSet] | None = None,
@@ -62,7 +57,7 @@ def evaluate_testsets(
     max_hops: int | None = None,
     label: str = "",
     log: RunOptions | None = RunOptions(),
-    stage: StageCall | None = None,
+    executor: Executor = IN_PROCESS,
     memo: CandidateMemo | None = None,
     checks: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[EvalReport]:
@@ -80,11 +75,11 @@ def evaluate_testsets(
        A test set whose evaluation fails (a ``RagrigError``: its index damaged or removed under it) is logged
        as a FAILED run with the error, after the ones before it, and the error is raised.
 
-    ``stage(name, fn, *args)`` runs each step (default: call it); the Prefect flows pass
-    ``tasks.stages.run_stage``, so each step shows as a task while the sequence lives here only. ``memo``: the
+    ``executor`` runs each step (``retrieval/executor.py``; default: here); the Prefect flows pass theirs
+    (``tasks/executor.py``), so each step shows as a task while the sequence lives here only. ``memo``: the
     candidates a sweep shares across the configs it evaluates over one index version. ``checks``: the stale-case
     check of each test set (``eval.lifecycle.check``), kept on its report and logged with it."""
-    call = stage or call_directly
+    call = executor.call
     if not testsets or not all(isinstance(t, TestSet) for t in testsets):
         sets: list[TestSet] = call("load-testsets", load_testsets, cfg, testsets)
     else:

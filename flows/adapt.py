@@ -1,5 +1,5 @@
 """The ``adapt`` Prefect flow: the pairs, the fine-tune, its MLflow run, and the comparison's ingests and
-evaluations each run as a task (``run_stage``); the sequence itself lives in the library (``eval/adapt.py``)."""
+evaluations each run as a task (``tasks/executor.py``); the sequence itself lives in the library (``eval/adapt.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ragrig.eval.adapt import run_adapt
 from ragrig.flows.params import flow_config
 from ragrig.flows.render.adapt import adapt_markdown
 from ragrig.flows.runners import task_runner_for
-from ragrig.tasks.stages import run_stage
+from ragrig.tasks.executor import PrefectTasks
 
 
 @flow(name="adapt", log_prints=False)
@@ -22,7 +22,8 @@ def adapt_flow(config_path: str | None = None, overrides: list[str] | None = Non
     """Fine-tune the configured encoder on the published index (``config``: already loaded, the CLI's; else
     loaded from ``config_path`` and ``overrides``), then compare it with the base on the config's test sets."""
     cfg = flow_config(config, config_path, overrides)
-    result = run_adapt(cfg, output, force=force, progress=progress, compare=compare, stage=run_stage)
+    result = run_adapt(cfg, output, force=force, progress=progress, compare=compare,
+                        executor=PrefectTasks())
     create_markdown_artifact(key="adapt-summary", markdown=adapt_markdown(result), description="ragrig adapt")
     return result
 

@@ -26,7 +26,7 @@ from ragrig.eval.lifecycle.published import VersionEvaluation, evaluate_publishe
 from ragrig.eval.tracking.runs import RunOptions
 from ragrig.flows.params import flow_config
 from ragrig.flows.render.evaluation import eval_markdown
-from ragrig.tasks.stages import run_stage
+from ragrig.tasks.executor import PrefectTasks
 
 
 class PublishedVersionFailed(RagrigError):
@@ -55,7 +55,7 @@ def evaluate_flow(
     if version not in (None, "", "None"):
         return _published(cfg, str(version), testsets, policy, run_name)
     reports = evaluate_testsets(cfg, testsets or None, repeats=repeats, max_hops=max_hops,
-                                log=RunOptions(run_name=run_name), stage=run_stage)
+                                log=RunOptions(run_name=run_name), executor=PrefectTasks())
     return [_eval_artifact(report.to_dict()) for report in reports]
 
 
@@ -69,7 +69,7 @@ def _published(cfg: RagrigConfig, version: str, testsets: list[str] | None, poli
                run_name: str | None) -> list[dict[str, Any]]:
     result: VersionEvaluation = evaluate_published(cfg, version, testsets or None, load_policy(policy or None),
                                                    log=RunOptions(run_name=run_name or f"published-{version}"),
-                                                   stage=run_stage)
+                                                   executor=PrefectTasks())
     create_markdown_artifact(key="testset-check", markdown=check_markdown([c.to_dict() for c in result.checks]),
                              description=f"ragrig test-set check of {version}")
     out = [_eval_artifact(r.to_dict()) for r in result.reports]

@@ -19,16 +19,15 @@ from ragrig.flows.params import flow_config
 from ragrig.flows.render.ingest import ingest_markdown
 from ragrig.flows.runners import task_runner_for
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
-from ragrig.tasks.ingest import map_extract, map_partitions
-from ragrig.tasks.stages import run_stage
+from ragrig.tasks.executor import PrefectTasks
 
 PUBLISHED_EVENT = "ragrig.index.published"
 
 
 def _ingest(cfg: RagrigConfig, force: bool, progress: bool, wait_s: float = 0.0) -> dict[str, Any]:
     pipe = IngestPipeline(cfg, force=force, progress=progress)
-    partitions = map_partitions if cfg.flow.runner == "dask" else None  # extract, chunk, embed on the cluster
-    return pipe.run(stage=run_stage, mapper=map_extract, wait_s=wait_s, partitions=partitions).to_dict()
+    tasks = PrefectTasks(distributed=cfg.flow.runner == "dask")  # dask: extract, chunk, embed on the cluster
+    return pipe.run(tasks, wait_s=wait_s).to_dict()
 
 
 @flow(name="ingest", log_prints=False)

@@ -1,8 +1,9 @@
 """Where the flows' work runs (``flow.runner``): ``local`` (threads in this process) or ``dask``, a
 ``distributed.LocalCluster`` of ``flow.workers`` processes on 127.0.0.1, or the cluster whose scheduler is
 ``flow.address``. Two ways in, one cluster setting: ``task_runner_for`` (the Prefect task runner a flow runs its
-mapped tasks on) and ``cluster_mapper`` (a plain ``Mapper`` over a Dask client, which the library's sweep takes to
-evaluate each config as a task, and ``cluster_partitions`` a plain ingest's partitions; Dask does the scheduling).
+mapped tasks on: ``tasks/executor.py``'s executor maps onto it) and ``cluster_executor`` (``DaskClient``, the
+library's ``Executor`` over a Dask client: a plain ingest's partitions, a sweep's or tune's evaluations; Dask does
+the scheduling).
 
 A scheduler that does not answer within ``flow.connect_timeout_s`` (nothing listening, or something that is not a
 Dask scheduler) is one line (``SchedulerUnreachable``), before any work starts.
@@ -18,15 +19,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 
-if TYPE_CHECKING:  # the library's own types; importing them here would load the retriever with every flow
-    from ragrig.eval.sweep.run import Mapper
-    from ragrig.retrieval.ingest.distributed import PartitionMapper
+T = TypeVar("T")
 
 
 class SchedulerUnreachable(RagrigError):
@@ -147,22 +147,36 @@ def task_runner_for(cfg: RagrigConfig) -> Any:
     return DaskTaskRunner(cluster_class=local_cluster, cluster_kwargs=local_cluster_kwargs(cfg))
 
 
-def _map_on(client: Any, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
-    """Submit every call at once (the scheduler places them), yield the results in the calls' order."""
-    futures = [client.submit(fn, *args, pure=False) for args in calls]
-    try:
-        for fut in futures:
-            yield fut.result()
-    finally:
-        client.cancel(futures)  # a failed call: the others stop too (no-op for those already done)
+class DaskClient(Executor):
+    """The library's ``Executor`` over a Dask client: ``map`` submits every call at once (the scheduler places
+    them) and yields the results in the calls' order; a failed call cancels the rest. The steps (``call``) run
+    through ``steps``: here, or as Prefect tasks in a flow."""
+
+    distributed = True
+
+    def __init__(self, client: Any, steps: Executor = IN_PROCESS) -> None:
+        self.client = client
+        self.steps = steps
+
+    def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        return self.steps.call(name, fn, *args)
+
+    def map(self, name: str, fn: Callable[..., T], calls: Sequence[tuple[Any, ...]]) -> Iterator[T]:
+        futures = [self.client.submit(fn, *args, pure=False) for args in calls]
+        try:
+            for fut in futures:
+                yield fut.result()
+        finally:
+            self.client.cancel(futures)  # a failed call: the others stop too (no-op for those already done)
 
 
 @contextmanager
-def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
-    """A ``Mapper`` over the configured cluster for as long as the block runs (None with the local runner: the
-    library then runs each call in this process, in order)."""
+def cluster_executor(cfg: RagrigConfig, steps: Executor = IN_PROCESS) -> Iterator[Executor]:
+    """The configured cluster as an ``Executor`` for as long as the block runs: ``steps`` itself with the local
+    runner (everything in this process), else a ``DaskClient`` on a LocalCluster of ``flow.workers`` processes
+    or the scheduler at ``flow.address`` (checked first: ``check_scheduler``)."""
     if cfg.flow.runner == "local":
-        yield None
+        yield steps
         return
     from distributed import Client
 
@@ -174,22 +188,8 @@ def cluster_mapper(cfg: RagrigConfig) -> Iterator[Mapper | None]:
         cluster = local_cluster(**local_cluster_kwargs(cfg))
         client = Client(cluster)
     try:
-        yield lambda fn, calls: _map_on(client, fn, calls)
+        yield DaskClient(client, steps)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-
-
-@contextmanager
-def cluster_partitions(cfg: RagrigConfig) -> Iterator[PartitionMapper | None]:
-    """A plain (no Prefect) ingest's partition mapper over the configured cluster: ``partition.run_partition``
-    as one Dask task per partition (None with the local runner: the ingest then runs in this process)."""
-    with cluster_mapper(cfg) as mapper:
-        if mapper is None:
-            yield None
-            return
-        from ragrig.retrieval.ingest.partition import run_partition
-
-        run = mapper
-        yield lambda pinned, jobs, mark: run(run_partition, [(pinned, job, mark) for job in jobs])

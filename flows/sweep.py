@@ -1,6 +1,6 @@
 """The ``sweep`` Prefect flow: each ingest (one per distinct ingestion config), evaluation and MLflow log of
 ``eval.sweep.run.run_sweep`` runs as a task; the sequence itself lives in the library. With ``flow.runner:
-dask`` the configs' evaluations are Dask tasks on the cluster instead (``flows/runners.cluster_mapper``); the
+dask`` the configs' evaluations are Dask tasks on the cluster instead (``flows/runners.cluster_executor``); the
 ingests and the parent MLflow run stay in the flow."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from prefect.artifacts import create_markdown_artifact
 from ragrig.eval.sweep.run import run_sweep
 from ragrig.eval.sweep.spec import Resolved, load_sweep, resolve
 from ragrig.eval.sweep.summary import summary_markdown
-from ragrig.flows.runners import cluster_mapper
-from ragrig.tasks.stages import run_stage
+from ragrig.flows.runners import cluster_executor
+from ragrig.tasks.executor import PrefectTasks
 
 
 @flow(name="sweep", log_prints=False)
@@ -23,8 +23,9 @@ def sweep_flow(sweep_path: str, overrides: list[str] | None = None, progress: bo
     resolved here from the file and ``overrides`` (deployments)."""
     spec = load_sweep(sweep_path)
     configs = configs if configs is not None else resolve(spec, overrides)
-    with cluster_mapper(configs[0][2]) as mapper:  # flow.runner dask: each config a task on the cluster
-        result = run_sweep(spec, overrides, progress=progress, stage=run_stage, configs=configs, mapper=mapper)
+    # flow.runner dask: each config's evaluation a Dask task on the cluster, the steps Prefect tasks here
+    with cluster_executor(configs[0][2], steps=PrefectTasks()) as executor:
+        result = run_sweep(spec, overrides, progress=progress, executor=executor, configs=configs)
     create_markdown_artifact(key=f"sweep-{spec.name}".lower().replace("_", "-")[:60], markdown=summary_markdown(result),
                              description=f"ragrig sweep {spec.name}")
     return result.to_dict()

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 from ragrig.configs.errors import IndexNotFoundError, InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.compare import compare
-from ragrig.eval.evaluate import call_directly, evaluate_testsets, load_testsets
+from ragrig.eval.evaluate import evaluate_testsets, load_testsets
 from ragrig.eval.gate import BLOCK, ORDER, PASS, GateResult, Policy, judge_all
 from ragrig.eval.gate import to_markdown as gate_markdown
 from ragrig.eval.lifecycle.check import CheckReport, check_testset, targets
@@ -37,12 +37,10 @@ from ragrig.eval.relevance import Target
 from ragrig.eval.report import EvalReport
 from ragrig.eval.testset import TestSet
 from ragrig.eval.tracking.runs import RunOptions, attach
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.search.retriever import Retriever
-
-Stage = Callable[..., Any]
-
 
 @dataclass
 class VersionEvaluation:
@@ -162,9 +160,9 @@ def _only(run: dict[str, Any], ids: set[str]) -> dict[str, Any]:
 
 def compare_versions(cfg: RagrigConfig, testsets: Sequence[str | Path | TestSet] | None, new: IndexVersion,
                      old: IndexVersion | None, *, evaluate: bool = True, log: RunOptions | None = None,
-                     stage: Stage | None = None) -> VersionEvaluation:
+                     executor: Executor = IN_PROCESS) -> VersionEvaluation:
     """Steps 1-4 above (``evaluate=False``: the check and the structural diff only, no retrieval)."""
-    call = stage or call_directly
+    call = executor.call
     sets: list[TestSet] = call("load-testsets", load_testsets, cfg, testsets, True)
     checks = call("check-testsets", check_all, sets, new, old)
     result = VersionEvaluation(new.version, old.version if old else None, checks)
@@ -173,7 +171,7 @@ def compare_versions(cfg: RagrigConfig, testsets: Sequence[str | Path | TestSet]
         by_name = {c.testset: c.to_dict() for c in checks}
         retriever = call("open-index", open_retriever, cfg, new)
         result.reports = evaluate_testsets(cfg, [t for t, _ in todo], retriever=retriever,
-                                           targets=[g for _, g in todo], log=log, stage=stage,
+                                           targets=[g for _, g in todo], log=log, executor=executor,
                                            checks=[by_name[t.name] for t, _ in todo])
         if old is not None:
             result.previous_reports = call("evaluate-previous", _evaluate_previous, cfg, old, retriever,
@@ -185,17 +183,17 @@ def compare_versions(cfg: RagrigConfig, testsets: Sequence[str | Path | TestSet]
 
 def evaluate_published(cfg: RagrigConfig, version: str | None, testsets: Sequence[str | Path | TestSet] | None,
                        policy: Policy, *, log: RunOptions | None = RunOptions(),
-                       stage: Stage | None = None) -> VersionEvaluation:
+                       executor: Executor = IN_PROCESS) -> VersionEvaluation:
     """What the publish-triggered evaluation runs: steps 1-5 for ``version`` (None: the current one) against the
     published version before it (none: check and evaluate only)."""
-    call = stage or call_directly
+    call = executor.call
     new = open_version(cfg, version)
     prev = previous_version(new.layout, new.version)
     try:
         old = IndexVersion(cfg, new.layout, prev) if prev else None
     except IndexNotFoundError:  # pruned between the listing and the open: evaluate without it
         old = None
-    result = compare_versions(cfg, testsets, new, old, log=log, stage=stage)
+    result = compare_versions(cfg, testsets, new, old, log=log, executor=executor)
     if result.previous_reports:
         baselines = {r.testset: r.to_dict() for r in result.previous_reports}
         reports = [r.to_dict() for r in result.reports if r.testset in baselines]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.executor import Executor
 
 ADAPT_KEY = "embedding.adapt"
 
@@ -30,7 +31,7 @@ def with_model(cfg: RagrigConfig, folder: str) -> RagrigConfig:
     return out
 
 
-def materialize(items: list[tuple[str, dict[str, Any], RagrigConfig]], call: Any,
+def materialize(items: list[tuple[str, dict[str, Any], RagrigConfig]], executor: Executor,
                 progress: bool) -> list[tuple[str, dict[str, Any], RagrigConfig]]:
     """``items`` with every adapted candidate's encoder trained (or found) and set."""
     from ragrig.retrieval.adapt.run import adapt
@@ -38,8 +39,8 @@ def materialize(items: list[tuple[str, dict[str, Any], RagrigConfig]], call: Any
     out = []
     for label, ov, cfg in items:
         if wants_adapt(ov):
-            call("ingest", _ingest, cfg, progress)  # the base index adapt learns from (a no-op when current)
-            cfg = with_model(cfg, adapt(cfg, None, progress=progress, stage=call).model)
+            executor.call("ingest", _ingest, cfg, progress)  # the base index adapt learns from (a no-op when current)
+            cfg = with_model(cfg, adapt(cfg, None, progress=progress, executor=executor).model)
         out.append((label, ov, cfg))
     return out
 

@@ -5,20 +5,20 @@ and every config on its index evaluated with ``evaluate_testsets`` on a retrieve
 - Per index version, the test sets are resolved once, and retrieval candidates (per source, per processed
   query, per depth) and query vectors are computed once and reused by every fusion / shaping variant.
 - One MLflow parent run for the sweep (``parent``), one nested child run per (config, test set).
-- With a ``mapper`` (flows/runners.py ``cluster_mapper``: a Dask cluster), every index is ingested first, here,
-  then each config is one task (``remote.evaluate_config``) that opens the version ingested here from the shared
-  home; the rows come back in the same order as without one.
+- With a distributed executor (``retrieval/executor.py``; flows/runners.py ``cluster_executor``: a Dask cluster),
+  every index is ingested first, here, then each config is one task (``remote.evaluate_config``) that opens the
+  version ingested here from the shared home; the rows come back in the same order as without one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.eval.evaluate import call_directly, evaluate_testsets, resolve_all
+from ragrig.eval.evaluate import evaluate_testsets, resolve_all
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.adapted import materialize
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
@@ -28,33 +28,30 @@ from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tracking.runs import log_report
 from ragrig.retrieval import interrupts
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.index.chroma import writes_collection
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats, StageCall
+from ragrig.retrieval.ingest.pipeline import IngestPipeline, IngestStats
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
 
 Item = tuple[str, dict[str, Any], RagrigConfig]  # (label, overrides, config): one of ``Resolved``
-Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterator[Any]]
-"""``mapper(fn, calls)`` runs ``fn(*args)`` for every ``args`` of ``calls`` (anywhere: tasks on a cluster) and
-yields the results in the calls' order."""
 OnReport = Callable[[SweepRow, EvalReport], None]
 """Called after each (config, test set) with its row and whole report (``ragrig tune`` reads per-case scores
 from it and drives a progress bar)."""
 
 
 def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bool = True, progress: bool = True,
-              stage: StageCall | None = None, configs: Resolved | None = None,
-              on_report: OnReport | None = None, mapper: Mapper | None = None) -> SweepResult:
+              executor: Executor = IN_PROCESS, configs: Resolved | None = None,
+              on_report: OnReport | None = None) -> SweepResult:
     """Run a sweep. ``configs``: ``resolve(spec, extra)`` when the caller already validated them (the CLI).
-    ``stage(name, fn, *args)`` runs each step (default: call it; the Prefect flow in flows/sweep.py passes
-    one that runs it as a task), so the sequence lives here only. ``mapper``: evaluate the configs as tasks
-    through it (each ingest still runs here, first)."""
-    call = stage or call_directly
+    ``executor`` runs each step (default: here; the Prefect flow in flows/sweep.py passes one that runs each as
+    a task), so the sequence lives here only; a distributed one evaluates the configs as tasks on its workers
+    (each ingest still runs here, first)."""
     t0 = time.perf_counter()
     configs = configs if configs is not None else resolve(spec, extra)
-    configs = materialize(configs, call, progress)  # adapted candidates (embedding.adapt: true): trained or found
+    configs = materialize(configs, executor, progress)  # adapted candidates (embedding.adapt: true): trained or found
     result = SweepResult(spec.name, spec.metric)
     paths = spec.testsets or configs[0][2].eval.testsets
     if not paths:
@@ -70,12 +67,12 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     try:
         with frozen_heap():
             seen_texts: set[str] = set()
-            if mapper is None:
+            if not executor.distributed:
                 for items in groups.values():
-                    _run_group(spec, items, sets, result, seen_texts, parent, call, progress, on_report)
+                    _run_group(spec, items, sets, result, seen_texts, parent, executor, progress, on_report)
             else:
-                _run_mapped(spec, list(groups.values()), sets, result, seen_texts, parent, call, progress, on_report,
-                            mapper)
+                _run_mapped(spec, list(groups.values()), sets, result, seen_texts, parent, executor, progress,
+                            on_report)
     except BaseException as exc:  # the parent says what happened: Ctrl-C (KILLED) or a failed config (FAILED)
         status = run_status(exc)
         raise
@@ -96,11 +93,11 @@ def _ingest(cfg: RagrigConfig, progress: bool) -> IngestStats:
     return IngestPipeline(cfg, progress=progress).run()
 
 
-def _ingest_group(cfg0: RagrigConfig, result: SweepResult, seen_texts: set[str], call: StageCall,
+def _ingest_group(cfg0: RagrigConfig, result: SweepResult, seen_texts: set[str], executor: Executor,
                   progress: bool) -> IndexVersion:
     """Ingest one group's index (a no-op when current) and open its published version."""
     t1 = time.perf_counter()
-    stats = call("ingest", _ingest, cfg0, progress)
+    stats = executor.call("ingest", _ingest, cfg0, progress)
     version = IndexVersion.current(cfg0)
     seen_texts.update(c.sha256 for c in version.chunks)
     result.indexes.append(IndexStats(version.layout.key, len(version.chunks), stats.chunks_embedded,
@@ -109,12 +106,12 @@ def _ingest_group(cfg0: RagrigConfig, result: SweepResult, seen_texts: set[str],
 
 
 def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], result: SweepResult,
-                seen_texts: set[str], parent: Any, call: StageCall, progress: bool, on_report: OnReport | None,
-                mapper: Mapper) -> None:
-    """Every index ingested here first, then one task per config through ``mapper``; the versions stay pinned
-    (leased) here until every task is done. MLflow children: logged by the tasks to a tracking server, else
-    here as each result returns (``remote.logs_in_tasks``)."""
-    versions = [_ingest_group(ingest_config(items), result, seen_texts, call, progress) for items in groups]
+                seen_texts: set[str], parent: Any, executor: Executor, progress: bool,
+                on_report: OnReport | None) -> None:
+    """Every index ingested here first, then one task per config through ``executor.map``; the versions stay
+    pinned (leased) here until every task is done. MLflow children: logged by the tasks to a tracking server,
+    else here as each result returns (``remote.logs_in_tasks``)."""
+    versions = [_ingest_group(ingest_config(items), result, seen_texts, executor, progress) for items in groups]
     calls, logs = [], []
     for items, version in zip(groups, versions):
         for label, ov, cfg in items:
@@ -122,7 +119,7 @@ def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], 
             logs.append((cfg, log))
             calls.append((_home_pinned(items[0][2]), version.version, label, ov, _home_pinned(cfg), sets,
                           log if logs_in_tasks(cfg) else None))
-    results = mapper(evaluate_config, calls)
+    results = executor.map("evaluate-config", evaluate_config, calls)
     for cfg, log in logs:
         try:
             pairs = next(results)
@@ -132,7 +129,7 @@ def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], 
             raise
         for row, report in pairs:
             if log is not None and row.run_id is None and cfg.mlflow.enabled:
-                row.run_id = report.mlflow_run_id = call("log-mlflow", log_report, cfg, report, log)
+                row.run_id = report.mlflow_run_id = executor.call("log-mlflow", log_report, cfg, report, log)
             result.rows.append(row)
             if on_report is not None:
                 on_report(row, report)
@@ -145,11 +142,11 @@ def _home_pinned(cfg: RagrigConfig) -> RagrigConfig:
 
 
 def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: SweepResult, seen_texts: set[str],
-               parent: Any, call: StageCall, progress: bool, on_report: OnReport | None = None) -> None:
+               parent: Any, executor: Executor, progress: bool, on_report: OnReport | None = None) -> None:
     """The configs that share one index: ingest it (a no-op when current), open it once, resolve the test sets
     once, then evaluate (and log) every config on every test set."""
     cfg0 = items[0][2]
-    version = _ingest_group(ingest_config(items), result, seen_texts, call, progress)
+    version = _ingest_group(ingest_config(items), result, seen_texts, executor, progress)
     retriever = Retriever(cfg0, version)
     memo = CandidateMemo()  # candidates fetched once per index version, reused by every fusion/shaping variant
     resolved = resolve_all(sets, version.documents_by_id)
@@ -159,7 +156,7 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
         for ts, targets in zip(sets, resolved):  # one at a time: each row has its own seconds
             t2 = time.perf_counter()
             [report] = evaluate_testsets(cfg, [ts], retriever=retriever, targets=[targets], label=label, log=log,
-                                         stage=call, memo=memo)
+                                         executor=executor, memo=memo)
             row = SweepRow(label, ov, version.layout.key, ts.name, report.overall, time.perf_counter() - t2,
                            report.mlflow_run_id)
             result.rows.append(row)

@@ -20,13 +20,14 @@ from ragrig.configs.errors import InputError
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.result import SweepRow
 from ragrig.eval.sweep.parent import mark_parent, run_status
-from ragrig.eval.sweep.run import Mapper, run_sweep
+from ragrig.eval.sweep.run import run_sweep
 from ragrig.eval.sweep.spec import Resolved
 from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tune.folds import assign_folds, check_folds, split_holdout, stratum
 from ragrig.eval.tune.report import CandidateRow, TuneResult, summary_markdown
 from ragrig.eval.tune.select import bootstrap_ci, decide, nested, per_tag, pick
 from ragrig.eval.tune.space import DEFAULT_LABEL, TuneSpace, describe, resolve_space
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 
 Step = Callable[[int, int, str], None]
 """progress(done, total, label) after each candidate's evaluation."""
@@ -49,11 +50,11 @@ def load_cases(paths: list[str]) -> tuple[list[TestSet], list[str], list[list[st
 def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolved | None = None,
              testsets: list[str] | None = None, holdout: float | None = None, write: str | Path | None = None,
              log_mlflow: bool = True, progress: bool = False, step: Step | None = None,
-             holdout_seeds: list[int] | None = None, mapper: Mapper | None = None) -> TuneResult:
+             holdout_seeds: list[int] | None = None, executor: Executor = IN_PROCESS) -> TuneResult:
     """``holdout``: the honesty check (tune on 1-F of the cases, score the pick on the other F; nothing written),
     with ``spec.seed``'s split; ``holdout_seeds``: the same check repeated for each of these seeds (split, folds
     and bootstrap) over the one evaluation, in ``result.holdout_runs`` (the first is ``result.holdout``).
-    ``mapper``: evaluate the candidates as tasks through it (``run_sweep``'s; a Dask cluster)."""
+    ``executor``: where the candidates are evaluated (``run_sweep``'s; a distributed one: tasks on a Dask cluster)."""
     t0 = time.perf_counter()
     items = configs if configs is not None else resolve_space(spec, extra)
     cfg0 = items[0][2]
@@ -93,7 +94,7 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
 
     sweep_spec = spec.model_copy(update={"testsets": paths})
     sweep = run_sweep(sweep_spec, extra, log_mlflow=log_mlflow, progress=progress, configs=items, on_report=collect,
-                      mapper=mapper)
+                      executor=executor)
     try:
         if np.isnan(scores).any():
             raise InputError(f"tune: some cases got no score ({int(np.isnan(scores).sum())}); check the test sets")

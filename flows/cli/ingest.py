@@ -31,12 +31,12 @@ def ingest(cfg: RagrigConfig, args: argparse.Namespace, *, force: bool = False, 
 
     corpus_kind(cfg.corpus)  # a missing corpus is one line at once, before Prefect, torch or docling is imported
     if args.no_prefect:  # the same runner, without Prefect: the partitions go to the cluster as plain Dask tasks
-        from ragrig.flows.runners import cluster_partitions
+        from ragrig.flows.runners import cluster_executor
         from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
-        with cluster_partitions(cfg) as partitions:
+        with cluster_executor(cfg) as executor:
             pipe = IngestPipeline(cfg, force=force, progress=progress)
-            return pipe.run(wait_s=wait_s, partitions=partitions).to_dict()
+            return pipe.run(executor, wait_s=wait_s).to_dict()
     prefect_home()
     from ragrig.flows.ingest import run_ingest
 

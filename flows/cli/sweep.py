@@ -28,10 +28,11 @@ def cmd_sweep(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     configs = resolve(spec, args.overrides)  # every config validated before any work
     if args.no_prefect:
         from ragrig.eval.sweep.run import run_sweep
-        from ragrig.flows.runners import cluster_mapper
+        from ragrig.flows.runners import cluster_executor
 
-        with cluster_mapper(configs[0][2]) as mapper:  # flow.runner dask: each config a task on the cluster
-            result = run_sweep(spec, args.overrides, progress=not args.quiet, configs=configs, mapper=mapper).to_dict()
+        with cluster_executor(configs[0][2]) as executor:  # flow.runner dask: each config a task on the cluster
+            result = run_sweep(spec, args.overrides, progress=not args.quiet, configs=configs,
+                               executor=executor).to_dict()
     else:
         prefect_home()
         from ragrig.flows.sweep import sweep_flow

@@ -59,12 +59,12 @@ def cmd_tune(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     testsets = [str(Path(t).resolve()) for t in args.testset] or None
     write = args.write or f"tuned-{spec.name}.yaml"
     check_output(write, "--write")  # the default path too, before any candidate runs
-    from ragrig.flows.runners import cluster_mapper
+    from ragrig.flows.runners import cluster_executor
 
-    with cluster_mapper(configs[0][2]) as mapper, progress_bar(len(configs), quiet=args.quiet) as step:
+    with cluster_executor(configs[0][2]) as executor, progress_bar(len(configs), quiet=args.quiet) as step:
         result = run_tune(spec, args.overrides, configs=configs, testsets=testsets, holdout=args.holdout_fraction,
                           write=write, progress=False, step=step, holdout_seeds=args.holdout_seeds,
-                          mapper=mapper)
+                          executor=executor)
     print_tune(result.to_dict())
     write_json(args.output_json, result.to_dict())
     return 0

@@ -1,11 +1,10 @@
 """``ragrig adapt``'s sequence: check the encoder is a torch one, open the published version, make the pairs
-(and hard negatives), train into a temp folder, rename it into place. ``stage(name, fn, *args)`` runs each step
-(the Prefect flow passes one that makes each a task; default: call it)."""
+(and hard negatives), train into a temp folder, rename it into place. Each step runs through an ``Executor`` (``retrieval/executor.py``:
+here by default; the Prefect flow passes one that makes each a task)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,7 @@ from ragrig.retrieval.adapt.pairs import Pair, counts, make_pairs, sample
 from ragrig.retrieval.adapt.train import OnStep, train
 from ragrig.retrieval.encoders.device import resolve_device
 from ragrig.retrieval.encoders.resolve import ModelRef, resolve
-
-Stage = Callable[..., Any]
-
-
-def _call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args)
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 
 
 @dataclass
@@ -137,9 +131,9 @@ def fit(cfg: RagrigConfig, prep: Prepared, force: bool, progress: bool, on_step:
 
 
 def adapt(cfg: RagrigConfig, out: str | None = None, *, force: bool = False, progress: bool = True,
-          on_step: OnStep | None = None, stage: Stage | None = None) -> AdaptResult:
+          on_step: OnStep | None = None, executor: Executor = IN_PROCESS) -> AdaptResult:
     """Fine-tune ``cfg``'s encoder on its published version; the model folder and what it took."""
-    call = stage or _call
+    call = executor.call
     t0 = time.perf_counter()
     prep = call("adapt-pairs", prepare, cfg, out)
     rec = call("adapt-train", fit, cfg, prep, force, progress, on_step)

@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import secrets
 import shutil
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +24,12 @@ from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.executor import Executor
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.format import collection_name
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.extract import remember_extractions
-from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary
+from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary, run_partition
 from ragrig.retrieval.ingest.shards import (
     EMBEDDED,
     PROBE,
@@ -40,11 +40,6 @@ from ragrig.retrieval.ingest.shards import (
     read_partition_tables,
 )
 from ragrig.retrieval.ingest.stats import IngestStats
-
-PartitionMapper = Callable[[RagrigConfig, list[PartitionJob], Mark | None], Iterable[PartitionSummary]]
-"""Runs ``partition.run_partition(cfg, job, mark)`` for every job, on the cluster, and yields the summaries in
-job order (``tasks/ingest.py``: Prefect tasks on the Dask task runner)."""
-
 
 def lost_cluster(exc: BaseException) -> bool:
     """Whether waiting on a partition raised because the scheduler cannot be reached or went away: a client
@@ -76,9 +71,10 @@ class Partitioned:
 
 
 def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], staged: tuple[str, Path],
-                   mapper: PartitionMapper, *, embedder: Embedder, stats: IngestStats, cache: EmbeddingCache,
+                   executor: Executor, *, embedder: Embedder, stats: IngestStats, cache: EmbeddingCache,
                    hook: Mark | None = None, progress: bool = False) -> Partitioned:
-    """Extract, chunk and embed ``sources`` on the cluster in partitions of ``flow.extract_batch``, each worker
+    """Extract, chunk and embed ``sources`` on the cluster (``executor.map``: Dask futures, or Prefect tasks on
+    the Dask task runner) in partitions of ``flow.extract_batch``, each worker
     writing shards into the staging folder of ``staged`` (with ``index.chroma.mode: http``, and its vectors
     into the version's collection, which is created here first), then merge them here."""
     version, folder = staged
@@ -96,7 +92,8 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
         bar = tqdm(total=len(sources), desc="extract+chunk+embed", unit="doc")
     summaries = []
     try:
-        for job, summary in zip(jobs, mapper(pinned, jobs, hook)):
+        results = executor.map("partition", run_partition, [(pinned, job, hook) for job in jobs])
+        for job, summary in zip(jobs, results):
             summaries.append(summary)
             for stage, seconds in summary.seconds.items():
                 stats.add_seconds(f"workers:{stage}", seconds)

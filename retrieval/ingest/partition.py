@@ -3,7 +3,7 @@ embedded in the worker's process, its tables and new vectors written as shard fi
 the version being built (``shards.py``), and only a small ``PartitionSummary`` (counts, failures, file hashes)
 sent back through the scheduler. The driver side is ``distributed.py``.
 
-A plain function of (config, job): the orchestrator maps it over the partitions (``tasks/ingest.py``) and may
+A plain function of (config, job): the orchestrator maps it over the partitions (``executor.map``) and may
 run it again after its worker died: it is idempotent (the same files, the same collection rows) and embeds
 only what no earlier attempt embedded (``shards.ShardCache``). Each worker process keeps one encoder per
 embedding config (loaded on its first partition) and one connection to the embedding cache.

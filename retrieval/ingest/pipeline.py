@@ -8,7 +8,8 @@ sweep leftovers -> verify the published version (``index/verify.py``: a damaged 
 (``index/publish.py``). Nothing changed and no ``--force``: no new version is built (a view fused since is
 embedded). A crash before the switch leaves the published version untouched; the next ingest sweeps leftovers.
 
-Distributed (a Dask task runner passes ``partitions``): after the plan the version is staged first, extract ->
+Distributed (an executor whose ``map`` runs in other processes: ``retrieval/executor.py``): after the plan the
+version is staged first, extract ->
 chunk -> embed run on the workers partition by partition, writing shards into the staging folder
 (``partition.py``, ``shards.py``), the driver merges them in plan order (``distributed.py``), then embed (all
 cache hits), build and publish as above: the same version a local ingest writes.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -28,8 +29,9 @@ import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
-from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
+from ragrig.retrieval.documents import Chunk, Document
 from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.index import publish
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
@@ -38,7 +40,7 @@ from ragrig.retrieval.ingest.build import build_version, discard, staged_version
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.current import damage, outdated
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
-from ragrig.retrieval.ingest.distributed import PartitionMapper, run_partitions
+from ragrig.retrieval.ingest.distributed import run_partitions
 from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import extract_sources, extractor_key
 from ragrig.retrieval.ingest.partition import Mark
@@ -47,14 +49,9 @@ from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.stats import IngestStats
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
-__all__ = ["BatchMapper", "IngestPipeline", "IngestStats", "StageCall", "extract_sources"]
+__all__ = ["IngestPipeline", "IngestStats", "extract_sources"]
 
 log = logging.getLogger(__name__)
-
-StageCall = Callable[..., Any]
-"""``stage(name, fn, *args) -> fn(*args)``, possibly as an orchestrator task."""
-BatchMapper = Callable[[RagrigConfig, list[list[SourceDoc]]], Iterable[tuple[list[Document], list[FailedDoc]]]]
-"""Runs ``extract_sources(cfg, batch)`` for every batch and yields the results in batch order."""
 
 
 class IngestPipeline:
@@ -228,9 +225,9 @@ class IngestPipeline:
                                  "kept as it is (`ragrig reset` removes an index)")
             return plan
 
-    def extract(self, plan: Plan, mapper: BatchMapper | None = None) -> list[Document]:
-        """Extract the new and changed documents in batches; ``mapper`` runs the batches (default: in order,
-        here). Prefect maps them as tasks, on threads or Dask workers."""
+    def extract(self, plan: Plan, executor: Executor = IN_PROCESS) -> list[Document]:
+        """Extract the new and changed documents in batches, mapped through ``executor`` (in order here, or
+        Prefect tasks on the flow's threads)."""
         with self.timed("extract"):
             out: list[Document] = []
             size = self.cfg.flow.extract_batch
@@ -240,8 +237,8 @@ class IngestPipeline:
                 from tqdm import tqdm
 
                 bar = tqdm(total=len(plan.to_extract), desc="extract", unit="doc")
-            run = mapper or (lambda cfg, bs: (extract_sources(cfg, b) for b in bs))
-            for batch, (docs, failed) in zip(batches, run(self.cfg, batches)):
+            results = executor.map("extract", extract_sources, [(self.cfg, b) for b in batches])
+            for batch, (docs, failed) in zip(batches, results):
                 self.stats.record_extracted(docs, failed)
                 out.extend(docs)
                 if bar is not None:
@@ -250,7 +247,7 @@ class IngestPipeline:
                 bar.close()
             return out
 
-    def partition(self, plan: Plan, staged: tuple[str, Path], mapper: PartitionMapper,
+    def partition(self, plan: Plan, staged: tuple[str, Path], executor: Executor,
                   ) -> tuple[list[Document], list[Chunk], set[str] | None]:
         """A distributed ingest's extract, chunk and embed on the cluster (``distributed.run_partitions``):
         the extracted documents, their chunks, and the chunk ids the workers wrote to the version's collection
@@ -258,7 +255,7 @@ class IngestPipeline:
         with self.timed("partitions"):
             if self._embed_cache is None:
                 self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
-            done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, mapper, embedder=self.embedder,
+            done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
                                   stats=self.stats, cache=self._embed_cache, hook=self._worker_hook,
                                   progress=self.progress)
             self._worker_embedded = done.embedded
@@ -340,15 +337,12 @@ class IngestPipeline:
             record_views(self.layout.views_file, version, self.views)
         return self.stats
 
-    def run(
-        self, stage: StageCall | None = None, mapper: BatchMapper | None = None, wait_s: float = 0.0,
-        partitions: PartitionMapper | None = None,
-    ) -> IngestStats:
-        """Run every stage under the ingest lock. ``stage(name, fn, *args)`` runs one stage (default: call it;
-        the Prefect flow passes one that runs it as a task) and ``mapper`` runs the extraction batches.
-        ``partitions`` (a Dask task runner): extraction, chunking and embedding run on the cluster instead,
-        partition by partition (``_run_distributed``)."""
-        call: StageCall = stage or (lambda name, fn, *args: fn(*args))
+    def run(self, executor: Executor = IN_PROCESS, wait_s: float = 0.0) -> IngestStats:
+        """Run every stage under the ingest lock, each through ``executor.call`` (a Prefect flow's executor runs
+        it as a task), the extraction batches through ``executor.map``. A distributed executor (Dask workers):
+        extraction, chunking and embedding run on the cluster instead, partition by partition
+        (``_run_distributed``)."""
+        call = executor.call
         corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written
         t0 = time.perf_counter()
         try:
@@ -361,9 +355,9 @@ class IngestPipeline:
                 plan = call("plan", self.plan, found)
                 if plan.changed_nothing:
                     return self._keep_previous(plan.previous)
-                if partitions is not None and plan.to_extract:
-                    return self._run_distributed(call, plan, partitions)
-                extracted = self.extract(plan, mapper)
+                if executor.distributed and plan.to_extract:
+                    return self._run_distributed(executor, plan)
+                extracted = self.extract(plan, executor)
                 if plan.only_failures(extracted):
                     return self._keep_previous(plan.previous)
                 new_chunks = call("chunk", self.chunk, extracted)
@@ -378,11 +372,12 @@ class IngestPipeline:
             self.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
             self.close()
 
-    def _run_distributed(self, call: StageCall, plan: Plan, partitions: PartitionMapper) -> IngestStats:
+    def _run_distributed(self, executor: Executor, plan: Plan) -> IngestStats:
         """After the plan, a distributed ingest: the version is staged first (the workers write into it), and
         an error anywhere before it is complete removes it (the published version stays as it was)."""
         with staged_version(self.cfg, self.layout) as staged:
-            extracted, new_chunks, in_collection = self.partition(plan, staged, partitions)
+            call = executor.call
+            extracted, new_chunks, in_collection = self.partition(plan, staged, executor)
             if plan.only_failures(extracted):
                 discard(self.cfg, self.layout, *staged)
                 return self._keep_previous(plan.previous)

@@ -12,6 +12,7 @@ from ragrig.eval.evaluate import evaluate_testsets, load_testsets
 from ragrig.eval.tracking.runs import RunOptions
 
 import ragrig
+from ragrig.retrieval.executor import Executor
 
 TESTSET = "name: {name}\ncases:\n  - id: a\n    query: how do I move?\n    expect: [{{doc: rules.md}}]\n"
 RETRIEVER = SimpleNamespace(version=SimpleNamespace(documents_by_id={}))
@@ -33,15 +34,15 @@ def paths(tmp_path):
     return out
 
 
-class Recorder:
-    """A ``stage`` that records each step and fakes the index, resolution, scoring and logging."""
+class Recorder(Executor):
+    """An executor that records each step and fakes the index, resolution, scoring and logging."""
 
     def __init__(self, make_report):
         self.steps: list[str] = []
         self.args: dict[str, list[tuple]] = {}
         self.make_report = make_report
 
-    def __call__(self, name, fn, *args):
+    def call(self, name, fn, *args):
         self.steps.append(name)
         self.args.setdefault(name, []).append(args)
         if name == "open-index":
@@ -58,7 +59,7 @@ class Recorder:
 def test_steps_run_in_order_and_every_expectation_resolves_before_anything_is_logged(cfg, paths, make_report):
     rec = Recorder(make_report)
     options = RunOptions(run_name="nightly")
-    reports = evaluate_testsets(cfg, paths, repeats=3, max_hops=1, label="x", log=options, stage=rec)
+    reports = evaluate_testsets(cfg, paths, repeats=3, max_hops=1, label="x", log=options, executor=rec)
     assert rec.steps == ["load-testsets", "open-index", "resolve-expectations",
                          "retrieve-and-score", "log-mlflow", "retrieve-and-score", "log-mlflow"]
     assert [(r.testset, r.mlflow_run_id) for r in reports] == [("one", "run-one"), ("two", "run-two")]
@@ -77,7 +78,7 @@ def test_steps_run_in_order_and_every_expectation_resolves_before_anything_is_lo
 def test_nothing_is_logged_without_options_or_with_mlflow_off(make_config, tmp_path, paths, make_report, log, sets):
     (tmp_path / "corpus").mkdir()
     rec = Recorder(make_report)
-    reports = evaluate_testsets(make_config(None, *sets), paths, log=log, stage=rec)
+    reports = evaluate_testsets(make_config(None, *sets), paths, log=log, executor=rec)
     assert "log-mlflow" not in rec.steps and [r.mlflow_run_id for r in reports] == [None, None]
     assert "mlflow_run_id" not in reports[0].to_dict()
 
@@ -87,7 +88,7 @@ def test_what_the_caller_holds_is_not_loaded_opened_or_resolved_again(cfg, paths
     rec = Recorder(make_report)
     sets = load_testsets(cfg, paths)
     targets = [{"a": ["mine"]}, {"a": ["mine too"]}]
-    evaluate_testsets(cfg, sets, retriever=RETRIEVER, targets=targets, log=None, stage=rec)
+    evaluate_testsets(cfg, sets, retriever=RETRIEVER, targets=targets, log=None, executor=rec)
     assert rec.steps == ["retrieve-and-score", "retrieve-and-score"]
     assert [a[3] for a in rec.args["retrieve-and-score"]] == targets
 
@@ -95,17 +96,17 @@ def test_what_the_caller_holds_is_not_loaded_opened_or_resolved_again(cfg, paths
 def test_default_test_sets_come_from_the_config(make_config, tmp_path, paths, make_report):
     (tmp_path / "corpus").mkdir()
     cfg = make_config(None, f"eval.testsets=[{paths[1]}]")
-    reports = evaluate_testsets(cfg, stage=Recorder(make_report), log=None)
+    reports = evaluate_testsets(cfg, executor=Recorder(make_report), log=None)
     assert [r.testset for r in reports] == ["two"]
 
 
 def test_a_bad_test_set_fails_before_the_index_is_opened(cfg, paths, tmp_path, make_report):
     rec = Recorder(make_report)
     with pytest.raises(InputError, match="missing.yaml"):
-        evaluate_testsets(cfg, [paths[0], str(tmp_path / "missing.yaml")], stage=rec)
+        evaluate_testsets(cfg, [paths[0], str(tmp_path / "missing.yaml")], executor=rec)
     assert rec.steps == ["load-testsets"]
     with pytest.raises(InputError, match="no test set: pass --testset FILE or set eval.testsets"):
-        evaluate_testsets(cfg, [], stage=rec)
+        evaluate_testsets(cfg, [], executor=rec)
 
 
 def test_the_public_api_is_this_function():

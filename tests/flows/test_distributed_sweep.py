@@ -12,7 +12,7 @@ import pytest
 from ragrig.eval.sweep.run import run_sweep
 from ragrig.eval.sweep.spec import load_sweep, resolve
 from ragrig.flows.cli import main
-from ragrig.flows.runners import cluster_mapper
+from ragrig.flows.runners import cluster_executor
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
 from servers import free_port, server  # noqa: E402
@@ -57,9 +57,9 @@ configs:
     return f
 
 
-def _sweep(path: Path, *sets: str, mapper=None):
+def _sweep(path: Path, *sets: str):
     spec = load_sweep(path)
-    return run_sweep(spec, list(sets), progress=False, configs=resolve(spec, list(sets)), mapper=mapper)
+    return run_sweep(spec, list(sets), progress=False, configs=resolve(spec, list(sets)))
 
 
 def _children(uri: str, parent_id: str) -> list:
@@ -78,8 +78,8 @@ def test_a_sweep_on_the_cluster_equals_the_in_process_sweep(cluster, mlflow_serv
             f"flow.address={cluster}"]
     spec = load_sweep(sweep_file)
     configs = resolve(spec, over)
-    with cluster_mapper(configs[0][2]) as mapper:
-        dist = run_sweep(spec, over, progress=False, configs=configs, mapper=mapper)
+    with cluster_executor(configs[0][2]) as executor:
+        dist = run_sweep(spec, over, progress=False, configs=configs, executor=executor)
     assert [(r.label, r.testset, r.index_key) for r in dist.rows] == [
         (r.label, r.testset, r.index_key) for r in local.rows]
     assert [r.metrics for r in dist.rows] == [r.metrics for r in local.rows]

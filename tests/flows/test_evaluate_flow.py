@@ -231,7 +231,6 @@ def test_cli_run_ingests_evaluates_and_reports(corpus, testset, tmp_path, capsys
 
 def test_evaluate_flow_on_a_loaded_config_runs_each_step_as_a_task(prefect_api, corpus, testset, make_config,
                                                                     embedder, monkeypatch):
-    import ragrig.flows.evaluate as flow_module
     import ragrig.flows.params as params
     from mlflow.tracking import MlflowClient
     from ragrig.flows.evaluate import evaluate_flow
@@ -240,8 +239,11 @@ def test_evaluate_flow_on_a_loaded_config_runs_each_step_as_a_task(prefect_api, 
     ingest(cfg, embedder)
     monkeypatch.setattr(params, "load_config", lambda *a: pytest.fail("the flow loaded the config again"))
     stages = []  # the steps the flow ran as tasks (the task wrapper, recorded; the API records them asynchronously)
-    real = flow_module.run_stage
-    monkeypatch.setattr(flow_module, "run_stage", lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
+    import ragrig.tasks.executor as prefect_executor
+
+    real = prefect_executor.run_stage
+    monkeypatch.setattr(prefect_executor, "run_stage",
+                        lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
     state = evaluate_flow(config=cfg, testsets=[str(testset)], run_name="from-the-flow", return_state=True)
     assert state.is_completed()
     [result] = state.result()

@@ -17,7 +17,6 @@ TESTSET = "name: tiny\ncases:\n  - id: move\n    query: how far does an operativ
 
 def test_cli_sweep_through_prefect(prefect_api, tmp_path, write_files, monkeypatch, capsys):
     import ragrig.eval.sweep.run as sweep_run
-    import ragrig.flows.sweep as flow_module
     from prefect.artifacts import Artifact
 
     corpus = write_files(tmp_path / "corpus", CORPUS)
@@ -31,8 +30,11 @@ grid:
 """)
     monkeypatch.setattr(sweep_run, "resolve", lambda *a: pytest.fail("the flow resolved the configs again"))
     stages = []  # the steps the flow ran as tasks (the task wrapper, recorded; the API records them asynchronously)
-    real = flow_module.run_stage
-    monkeypatch.setattr(flow_module, "run_stage", lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
+    import ragrig.tasks.executor as prefect_executor
+
+    real = prefect_executor.run_stage
+    monkeypatch.setattr(prefect_executor, "run_stage",
+                        lambda name, fn, *args: stages.append(name) or real(name, fn, *args))
     out = tmp_path / "sweep.json"
     assert main(["sweep", str(sweep), "-q", "--output-json", str(out)]) == 0
     artifact = Artifact.get("sweep-tiny-flow")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
+from ragrig.retrieval.executor import Executor
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
@@ -57,15 +58,14 @@ def dask_ingest(over: list[str], address: str, worker_hook=None) -> dict:
     """The ingest flow's pipeline on the cluster, with a hook the workers call (the flow itself takes none)."""
     from prefect import flow
     from prefect_dask import DaskTaskRunner
-    from ragrig.tasks.ingest import map_extract, map_partitions
-    from ragrig.tasks.stages import run_stage
+    from ragrig.tasks.executor import PrefectTasks
 
     cfg = load_config(None, over)
 
     @flow(name="ingest-test", task_runner=DaskTaskRunner(address=address))
     def run() -> dict:
         pipe = IngestPipeline(cfg, progress=False, worker_hook=worker_hook)
-        return pipe.run(stage=run_stage, mapper=map_extract, partitions=map_partitions).to_dict()
+        return pipe.run(PrefectTasks(distributed=True)).to_dict()
 
     return run()
 
@@ -269,7 +269,7 @@ def test_a_scheduler_killed_mid_ingest_fails_in_one_line_and_keeps_the_published
     """The scheduler process is SIGKILLed while a worker embeds the first partition, through the ingest flow
     (Prefect's Dask task runner) and through ``ingest --no-prefect`` (plain Dask futures). The worker, left
     running, must not write the removed staging folder back."""
-    from ragrig.flows.runners import cluster_partitions
+    from ragrig.flows.runners import cluster_executor
 
     corpus = write_files(tmp_path / "corpus", DOCS)
     base = settings(tmp_path / "home", corpus, "embedding.batch_size=2", "flow.extract_batch=1")
@@ -285,8 +285,8 @@ def test_a_scheduler_killed_mid_ingest_fails_in_one_line_and_keeps_the_published
                 dask_ingest(over, address, hook)
             else:
                 cfg = load_config(None, over)
-                with cluster_partitions(cfg) as partitions:
-                    IngestPipeline(cfg, progress=False, worker_hook=hook).run(partitions=partitions)
+                with cluster_executor(cfg) as executor:
+                    IngestPipeline(cfg, progress=False, worker_hook=hook).run(executor)
         took = time.monotonic() - t0
         time.sleep(3)  # the orphaned worker goes on with its partition meanwhile
     line = str(err.value)
@@ -298,29 +298,39 @@ def test_a_scheduler_killed_mid_ingest_fails_in_one_line_and_keeps_the_published
     assert [p.name for p in layout.versions_dir.iterdir()] == ["v000001"]
 
 
-def test_a_partition_mapper_that_loses_its_scheduler_is_one_line(tmp_path, write_files):
+class Failing(Executor):
+    """A distributed executor whose ``map`` raises ``exc`` before the first result (what a cluster raises)."""
+
+    distributed = True
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def map(self, name, fn, calls):
+        yield from ()
+        raise self.exc
+
+
+def test_a_cluster_executor_that_loses_its_scheduler_is_one_line(tmp_path, write_files):
     """The driver's side, whatever runs the partitions: the errors a lost scheduler raises become one line."""
     import concurrent.futures
 
-    def gone(cfg, jobs, mark):
-        yield from ()
-        raise concurrent.futures.CancelledError("run_partition-1 cancelled for reason: scheduler-connection-lost.")
+    gone = Failing(concurrent.futures.CancelledError("run_partition-1 cancelled for reason: "
+                                                     "scheduler-connection-lost."))
 
     corpus = write_files(tmp_path / "corpus", DOCS)
     cfg = load_config(None, settings(tmp_path / "home", corpus, "flow.runner=dask", "flow.address=tcp://10.0.0.9:8786"))
     with pytest.raises(RagrigError, match=r"^the Dask scheduler at tcp://10.0.0.9:8786 cannot be reached or went "
                                           r"away \(CancelledError: run_partition-1 cancelled .*the published "
                                           r"version is unchanged$"):
-        IngestPipeline(cfg, progress=False).run(partitions=gone)
+        IngestPipeline(cfg, progress=False).run(gone)
     assert Layout(cfg).leftovers() == [] and Layout(cfg).current_version() is None
 
-    def full_disk(cfg, jobs, mark):  # an OSError a worker raised is the worker's, not a lost scheduler
-        yield from ()
-        raise OSError(28, "No space left on device")
+    full_disk = Failing(OSError(28, "No space left on device"))  # a worker's OSError: not a lost scheduler
 
     with pytest.raises(RagrigError, match=r"^a Dask worker failed on a partition \(OSError: \[Errno 28\] No space "
                                           r"left on device\); nothing was published"):
-        IngestPipeline(cfg, progress=False).run(partitions=full_disk)
+        IngestPipeline(cfg, progress=False).run(full_disk)
     assert Layout(cfg).leftovers() == [] and Layout(cfg).current_version() is None
 
 

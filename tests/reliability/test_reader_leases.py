@@ -11,6 +11,7 @@ from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
+from ragrig.retrieval.executor import Executor
 
 pytestmark = pytest.mark.slow
 
@@ -89,14 +90,15 @@ def test_a_reader_whose_index_is_reset_under_it_fails_with_one_clear_line_and_ev
     case = Case(id="c1", query="move inches", expect=[Expectation(doc="g1.md")])
     sets = [TestSet(name="first", cases=[case]), TestSet(name="second", cases=[case])]
 
-    def reset_after_the_first_log(name, fn, *args):
-        out = fn(*args)
-        if name == "log-mlflow":
-            reset(cfg)  # the whole index goes under the reader, its Chroma collection included
-        return out
+    class ResetAfterTheFirstLog(Executor):
+        def call(self, name, fn, *args):
+            out = fn(*args)
+            if name == "log-mlflow":
+                reset(cfg)  # the whole index goes under the reader, its Chroma collection included
+            return out
 
     with pytest.raises(RagrigError) as exc:
-        evaluate_testsets(cfg, sets, retriever=reader, stage=reset_after_the_first_log)
+        evaluate_testsets(cfg, sets, retriever=reader, executor=ResetAfterTheFirstLog())
     msg = str(exc.value)
     assert "\n" not in msg and "removed or damaged under this reader" in msg, msg
     runs = mlflow.search_runs(search_all_experiments=True, output_format="list")

@@ -35,13 +35,13 @@ def test_every_row_names_a_stage_the_library_runs():
     import ragrig.eval.evaluate
     import ragrig.eval.sweep.run
     import ragrig.retrieval.adapt.run
+    import ragrig.retrieval.ingest.distributed
     import ragrig.retrieval.ingest.pipeline
-    import ragrig.tasks.ingest
 
     names = set()
-    for mod in (ragrig.retrieval.ingest.pipeline, ragrig.eval.evaluate, ragrig.eval.sweep.run, ragrig.tasks.ingest,
+    for mod in (ragrig.retrieval.ingest.pipeline, ragrig.eval.evaluate, ragrig.eval.sweep.run, ragrig.retrieval.ingest.distributed,
                 ragrig.retrieval.adapt.run, ragrig.eval.adapt):
-        names |= set(re.findall(r'(?:call|as_task)\("([a-z-]+)"', Path(mod.__file__).read_text()))
+        names |= set(re.findall(r'(?:call|map|as_task)\("([a-z-]+)"', Path(mod.__file__).read_text()))
     assert {"discover", "retrieve-and-score", "log-mlflow", "extract"} <= names  # the pattern finds them
     assert set(SETTINGS) <= names
 

@@ -1,6 +1,6 @@
 """A small end-to-end sweep that shares its index, its embeddings across chunking levels, and its candidates
 across fusion variants, and evaluates every (config, test set) through ``evaluate_testsets``; and the same sweep
-through a mapper (what flow.runner dask passes)."""
+through a distributed executor (what flow.runner dask passes)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ragrig.eval.sweep.run import run_sweep
 from ragrig.eval.sweep.spec import load_sweep
+from ragrig.retrieval.executor import Executor
 
 CORPUS = {
     "rules.md": "# Rules\n\n## Movement\n\nAn operative moves six inches.\n\n"
@@ -86,8 +87,8 @@ def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files, m
 
 @pytest.mark.slow
 def test_a_mapped_sweep_equals_the_plain_one(tmp_path, write_files, monkeypatch):
-    """The sweep through a mapper (what flow.runner dask passes: here one that calls in this process, in
-    order): every index ingested first, each config one ``remote.evaluate_config`` call, the rows and on_report
+    """The sweep through a distributed executor (what flow.runner dask passes: here one that calls in this
+    process, in order): every index ingested first, each config one ``remote.evaluate_config`` call, the rows and on_report
     calls equal to the plain sweep's, and with the SQLite store the driver logs each child under the parent."""
     from ragrig.eval.sweep import remote
 
@@ -95,13 +96,16 @@ def test_a_mapped_sweep_equals_the_plain_one(tmp_path, write_files, monkeypatch)
     plain = run_sweep(spec, progress=False)
     calls: list[tuple] = []
 
-    def mapper(fn, items):
-        calls.extend(items)
-        return (fn(*args) for args in items)
+    class Mapped(Executor):
+        distributed = True
+
+        def map(self, name, fn, items):
+            calls.extend(items)
+            return (fn(*args) for args in items)
 
     seen: list[tuple[str, str]] = []
     try:
-        mapped = run_sweep(spec, progress=False, mapper=mapper,
+        mapped = run_sweep(spec, progress=False, executor=Mapped(),
                            on_report=lambda row, report: seen.append((row.label, report.testset)))
     finally:
         remote._opened.clear()  # the "worker" here is this process: drop its open version

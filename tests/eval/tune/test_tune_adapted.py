@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ragrig.eval.sweep import adapted
 from ragrig.eval.tune.space import load_space, resolve_space
+from ragrig.retrieval.executor import Executor
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -45,14 +46,19 @@ def test_materialize_trains_only_adapted_candidates_into_the_default_folder(make
     class Result:
         model = "/models/sample-k-v000001-abc"
 
-    def fake_adapt(c, out, *, progress, stage):
+    def fake_adapt(c, out, *, progress, executor):
         seen.append(("adapt", out))
         return Result()
 
     monkeypatch.setattr(run, "adapt", fake_adapt)
     calls: list[str] = []
+
+    class Recording(Executor):
+        def call(self, name, fn, *args):
+            calls.append(name)
+
     items = [("default", {}, cfg), ("adapt=true", {"embedding.adapt": True}, cfg)]
-    out = adapted.materialize(items, lambda name, fn, *a: calls.append(name), progress=False)
+    out = adapted.materialize(items, Recording(), progress=False)
     assert out[0][2] is cfg
     assert out[1][2].embedding.model == "/models/sample-k-v000001-abc"
     assert out[1][2].index_key() != cfg.index_key()  # its own index, embedded by the adapted model
