@@ -1,6 +1,7 @@
 """One sweep config's evaluation as a task that may run in another process (a Dask worker): it opens the index
 version its driver ingested and pinned, read-only, from the shared home, and returns small results (a
-``SweepRow`` and the ``EvalReport`` per test set).
+``SweepRow`` and the ``EvalReport`` per test set). ``evaluate_rows`` is the one per-config loop, which the
+in-process sweep runs too.
 
 Per worker process, the opened version, its retriever, the resolved test sets and the candidate memo are kept
 (``_opened``) for as long as the sweep's configs over that version keep coming: a worker that evaluates
@@ -14,6 +15,7 @@ its results return (``logs_in_tasks``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ from ragrig.eval.sweep.result import SweepRow
 from ragrig.eval.testset import TestSet
 from ragrig.eval.tracking.runs import RunOptions
 from ragrig.eval.tracking.store import tracking_uri
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
@@ -67,11 +70,18 @@ def evaluate_config(index_cfg: RagrigConfig, version: str, label: str, overrides
 
         mlflow.set_tracking_uri(tracking_uri(cfg))
     opened = _open(index_cfg, version, sets)
-    out = []
-    for ts, targets in zip(sets, opened.targets):  # one at a time: each row has its own seconds
+    return list(evaluate_rows(cfg, label, overrides, sets, opened.retriever, opened.targets, opened.memo, log))
+
+
+def evaluate_rows(cfg: RagrigConfig, label: str, overrides: dict[str, Any], sets: Sequence[TestSet],
+                  retriever: Retriever, targets: Sequence[dict[str, list[Target]]], memo: CandidateMemo,
+                  log: RunOptions | None, executor: Executor = IN_PROCESS) -> Iterator[tuple[SweepRow, EvalReport]]:
+    """One sweep config on every test set over one opened version: a row (and its report) per test set, as each
+    is done; one at a time, so each row has its own seconds. The one loop of both sweeps: in this process
+    (``run._run_group``) and as a task (``evaluate_config``)."""
+    for ts, tg in zip(sets, targets):
         t0 = time.perf_counter()
-        [report] = evaluate_testsets(cfg, [ts], retriever=opened.retriever, targets=[targets], label=label, log=log,
-                                     memo=opened.memo)
-        out.append((SweepRow(label, overrides, opened.retriever.version.layout.key, ts.name, report.overall,
-                             time.perf_counter() - t0, report.mlflow_run_id), report))
-    return out
+        [report] = evaluate_testsets(cfg, [ts], retriever=retriever, targets=[tg], label=label, log=log,
+                                     executor=executor, memo=memo)
+        yield (SweepRow(label, overrides, retriever.version.layout.key, ts.name, report.overall,
+                        time.perf_counter() - t0, report.mlflow_run_id), report)

@@ -18,11 +18,11 @@ from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.eval.evaluate import evaluate_testsets, resolve_all
+from ragrig.eval.evaluate import resolve_all
 from ragrig.eval.report import EvalReport
 from ragrig.eval.sweep.adapted import materialize
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
-from ragrig.eval.sweep.remote import evaluate_config, logs_in_tasks
+from ragrig.eval.sweep.remote import evaluate_config, evaluate_rows, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, resolve
 from ragrig.eval.testset import TestSet, check_distinct, load_testset
@@ -153,12 +153,7 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
     for label, ov, cfg in items:
         interrupts.check()  # a Ctrl-C a library swallowed (retrieval/interrupts.py) stops the sweep here
         log = child_options(parent, spec, label, ov)
-        for ts, targets in zip(sets, resolved):  # one at a time: each row has its own seconds
-            t2 = time.perf_counter()
-            [report] = evaluate_testsets(cfg, [ts], retriever=retriever, targets=[targets], label=label, log=log,
-                                         executor=executor, memo=memo)
-            row = SweepRow(label, ov, version.layout.key, ts.name, report.overall, time.perf_counter() - t2,
-                           report.mlflow_run_id)
+        for row, report in evaluate_rows(cfg, label, ov, sets, retriever, resolved, memo, log, executor):
             result.rows.append(row)
             if on_report is not None:
                 on_report(row, report)

@@ -44,16 +44,16 @@ grid:
 
 @pytest.mark.slow
 def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files, monkeypatch):
-    import ragrig.eval.sweep.run as sweep_run
+    import ragrig.eval.sweep.remote as sweep_remote  # the one per-config loop, which the in-process sweep runs
 
     calls = []
-    real = sweep_run.evaluate_testsets
+    real = sweep_remote.evaluate_testsets
 
     def spy(cfg, testsets, **kw):
         calls.append((cfg.retrieval.fusion.method, [t.name for t in testsets], kw))
         return real(cfg, testsets, **kw)
 
-    monkeypatch.setattr(sweep_run, "evaluate_testsets", spy)
+    monkeypatch.setattr(sweep_remote, "evaluate_testsets", spy)
     spec = load_sweep(tiny_sweep(tmp_path, write_files, "tiny-sweep"))
     result = run_sweep(spec, progress=False)
     assert len(result.rows) == 4 and {r.testset for r in result.rows} == {"tiny"}
