@@ -32,7 +32,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.configs.redact import url_credentials
 from ragrig.retrieval.documents import Chunk, Document, sha256_text
 from ragrig.retrieval.index.bm25_shards import shard_count
-from ragrig.retrieval.index.chroma import writes_collection
+from ragrig.retrieval.index.chroma import add_vectors, writes_collection
 from ragrig.retrieval.index.files import write_json
 
 MANIFEST = "manifest.json"
@@ -66,6 +66,13 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         **{f"fm_{k}": v for k, v in chunk.metadata.items() if k != "format"},
         "format": chunk.metadata.get("format", ""),
     }
+
+
+def add_chunks(collection: Any, chunks: list[Chunk], vectors: Any, *, upsert: bool = False) -> None:
+    """``chunks`` and their ``vectors`` (one row each, in order) into a version's Chroma collection: the one
+    writer of its rows, for a build, a Dask worker's partition (``upsert``: a retried partition writes the same
+    rows again) and a restored store."""
+    add_vectors(collection, [c.chunk_id for c in chunks], vectors, [chunk_metadata(c) for c in chunks], upsert=upsert)
 
 
 # ---- tables ------------------------------------------------------------------

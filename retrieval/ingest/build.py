@@ -21,7 +21,7 @@ from ragrig.retrieval.index import chroma, hnsw, publish
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.format import (
     BM25_DIR,
-    chunk_metadata,
+    add_chunks,
     collection_name,
     file_hashes,
     new_manifest,
@@ -103,8 +103,7 @@ def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: l
         col = client.get_collection(name, embedding_function=None)
         rows = [i for i, c in enumerate(chunks) if c.chunk_id not in in_collection]
     if rows:
-        chroma.add_vectors(col, [chunks[i].chunk_id for i in rows], vectors[rows],
-                           [chunk_metadata(chunks[i]) for i in rows], upsert=in_collection is not None)
+        add_chunks(col, [chunks[i] for i in rows], vectors[rows], upsert=in_collection is not None)
 
 
 def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],

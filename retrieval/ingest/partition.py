@@ -24,7 +24,7 @@ from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
-from ragrig.retrieval.index.format import chunk_metadata
+from ragrig.retrieval.index.format import add_chunks
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.embed import embed_with_cache
@@ -148,7 +148,7 @@ def write_collection(cfg: RagrigConfig, job: PartitionJob, chunks: list[Chunk], 
     try:
         client = chroma.chroma_client(ccfg, path)
         col = client.get_collection(job.collection, embedding_function=None)
-        chroma.add_vectors(col, [c.chunk_id for c in chunks], vecs, [chunk_metadata(c) for c in chunks], upsert=True)
+        add_chunks(col, chunks, vecs, upsert=True)
     except Exception as exc:
         chroma.forget_client(ccfg, path)  # a retry connects afresh
         first = (str(exc).strip().splitlines() or [""])[0]

@@ -279,8 +279,9 @@ class IngestPipeline:
             vecs, new = embed_with_cache(self.embedder, self._embed_cache, [c.search_text for c in chunks],
                                          [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
                                          progress=self.progress, warn=self.stats.warnings.append)
-            self.stats.chunks_embedded = new
-            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - new
+            # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
+            self.stats.chunks_embedded = new + self._worker_embedded
+            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - self.stats.chunks_embedded
             return vecs
 
     @cached_property
@@ -383,8 +384,6 @@ class IngestPipeline:
                 return self._keep_previous(plan.previous)
             docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
             vectors = call("embed", self.embed, chunks)  # cache hits: the merge put the workers' vectors there
-            self.stats.chunks_embedded += self._worker_embedded
-            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - self.stats.chunks_embedded
             self.stats.chunks = len(chunks)
             call("embed-views", self.embed_views, chunks)
             version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)

@@ -21,7 +21,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
-from ragrig.retrieval.index.format import chunk_metadata, collection_name, read_chunks, read_manifest
+from ragrig.retrieval.index.format import add_chunks, collection_name, read_chunks, read_manifest
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.vectors import read_vectors
 from ragrig.retrieval.index.verify import verify_version
@@ -105,6 +105,6 @@ def restore_store(cfg: RagrigConfig, layout: Layout, embedder: Embedder, cache: 
             vectors = np.vstack([got[s] for s in shas]) if chunks else np.zeros((0, dim), dtype=np.float32)
         col = chroma.create_collection(client, collection_name(layout.key, version), dim)
         if chunks:
-            chroma.add_vectors(col, [c.chunk_id for c in chunks], vectors, [chunk_metadata(c) for c in chunks])
+            add_chunks(col, chunks, vectors)
         out.rebuilt.append(version)
     return out

@@ -93,11 +93,18 @@ def assert_same_version(a_over: list[str], b_over: list[str]) -> None:
     assert leftovers == []
 
 
-def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, tmp_path):
+@pytest.fixture(scope="module")
+def local_sample(tmp_path_factory) -> tuple[list[str], object]:
+    """The sample ingested here, in this process, once for the module: the settings and the run's stats (the
+    version every cluster ingest of the sample must equal; read only)."""
+    local = settings(tmp_path_factory.mktemp("local") / "home", ROOT / "datasets" / "sample")
+    return local, IngestPipeline(load_config(None, local), progress=False).run()
+
+
+def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, local_sample, tmp_path):
     from ragrig.flows.ingest import run_ingest
 
-    local = settings(tmp_path / "local", ROOT / "datasets" / "sample")
-    ran = IngestPipeline(load_config(None, local), progress=False).run()
+    local, ran = local_sample
     over = settings(tmp_path / "dask", ROOT / "datasets" / "sample", "flow.runner=dask",
                     f"flow.address={cluster}", "flow.extract_batch=8")
     stats = run_ingest(load_config(None, over), None, over, progress=False)  # the flow `ragrig ingest` runs
@@ -107,15 +114,14 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, tmp_path):
     assert_same_version(local, over)
 
 
-def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, tmp_path, capsys):
+def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, local_sample, tmp_path, capsys):
     """`ragrig ingest --no-prefect --runner dask --address …`: the partitions go to the cluster as plain Dask
     tasks (the workers extract, chunk and embed; no Prefect flow), and the version equals the local one."""
     import json
 
     from ragrig.flows.cli import main
 
-    local = settings(tmp_path / "local", ROOT / "datasets" / "sample")
-    IngestPipeline(load_config(None, local), progress=False).run()
+    local, _ = local_sample
     over = settings(tmp_path / "plain", ROOT / "datasets" / "sample", "flow.extract_batch=8")
     argv = ["ingest", "-q", "--no-prefect", "--runner", "dask", "--address", cluster,
             "--output-json", str(tmp_path / "stats.json")]
