@@ -20,8 +20,8 @@ from ragrig.eval.report import EvalReport, percentiles, score_results
 from ragrig.eval.testset import TestSet, load_testset
 from ragrig.eval.tracking.runs import RunOptions, log_failure, log_report
 from ragrig.retrieval.documents import Document
-from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.executor import IN_PROCESS, Executor
+from ragrig.retrieval.frozen_heap import frozen_heap
 from ragrig.retrieval.results import RetrievalResult
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever

@@ -1,8 +1,9 @@
 """The one Prefect wrapper for library stages: ``run_stage(name, fn, *args)`` runs ``fn(*args)`` as a task named
 ``name``. The library owns every sequence (``IngestPipeline.run``, ``eval.evaluate.evaluate_testsets``,
-``eval.sweep.run.run_sweep``) and takes this as its ``stage`` argument, so a flow shows one task per step
-without a copy of the sequence. Retries and tags per stage name live in ``SETTINGS`` and nowhere else, the
-concurrency limit per tag in ``CONCURRENCY``.
+``eval.sweep.run.run_sweep``) and asks its executor to run each step; the Prefect executor
+(``tasks/executor.py``) runs it through this, so a flow shows one task per step without a copy of the sequence.
+Retries and tags per stage name live in ``SETTINGS`` and nowhere else, the concurrency limit per tag in
+``CONCURRENCY``.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.search.retriever import Retriever
 
+
 @dataclass
 class VersionEvaluation:
     version: str

@@ -1,6 +1,6 @@
 """``ragrig adapt``'s sequence: check the encoder is a torch one, open the published version, make the pairs
-(and hard negatives), train into a temp folder, rename it into place. Each step runs through an ``Executor`` (``retrieval/executor.py``:
-here by default; the Prefect flow passes one that makes each a task)."""
+(and hard negatives), train into a temp folder, rename it into place. Each step runs through an ``Executor``
+(``retrieval/executor.py``: here by default; the Prefect flow passes one that makes each a task)."""
 
 from __future__ import annotations
 

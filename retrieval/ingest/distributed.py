@@ -67,7 +67,7 @@ class Partitioned:
     docs: list[Document]  # extracted, in plan order
     chunks: list[Chunk]  # theirs, in document order
     in_collection: set[str] | None  # chunk ids the workers wrote to the version's collection (None: none did)
-    embedded: int  # texts the workers embedded
+    embedded: int  # distinct texts the workers embedded (every attempt's, once each)
 
 
 def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], staged: tuple[str, Path],
@@ -104,10 +104,9 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
     finally:
         if bar is not None:
             bar.close()
-    docs, chunks = merge_partitions(summaries, folder, stats, cache, embedder.id)
+    docs, chunks, embedded = merge_partitions(summaries, folder, stats, cache, embedder.id)
     remember_extractions(cfg, docs)
-    return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None,
-                       sum(s.embedded for s in summaries))
+    return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None, len(embedded))
 
 
 def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_id: str,
@@ -122,14 +121,16 @@ def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_i
 
 
 def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: IngestStats, cache: EmbeddingCache,
-                     model_id: str) -> tuple[list[Document], list[Chunk]]:
+                     model_id: str) -> tuple[list[Document], list[Chunk], set[str]]:
     """The extracted documents and their chunks, partition after partition (the plan's order, as a local
     ingest has them), with failures and warnings recorded in ``stats``; what the workers embedded goes into
-    ``cache``. Each file is checked against the sha256 its worker reported before it is read. Removes the
-    shards afterwards: they are no part of a version."""
+    ``cache``, and the distinct texts (sha256) it holds are returned: a text two partitions embedded, or an
+    attempt killed before its retry, counts once, as a local ingest counts it. Each file is checked against the
+    sha256 its worker reported before it is read. Removes the shards afterwards: they are no part of a version."""
     shards = staged / SHARDS
     docs: list[Document] = []
     chunks: list[Chunk] = []
+    embedded: set[str] = set()
     unchunked: list[FailedDoc] = []
     warnings: list[str] = []
     for s in sorted(summaries, key=lambda s: s.index):
@@ -148,8 +149,9 @@ def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: Ing
             file_model, shas, vecs = read_embedded(shards / rel)
             if file_model == model_id:
                 cache.put_many(model_id, list(zip(shas, vecs)))
+                embedded.update(shas)
     for f in unchunked:  # after every extraction failure and warning, as a local ingest records them
         stats.fail(f.doc_id, f.stage, f.reason)
     stats.warnings.extend(warnings)
     shutil.rmtree(shards)
-    return docs, chunks
+    return docs, chunks, embedded

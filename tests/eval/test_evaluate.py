@@ -1,5 +1,5 @@
 """``evaluate_testsets``, the one evaluate-and-log sequence: the order of its steps (through a recording
-``stage``), what it skips when the caller already holds a part, when it logs, and that a bad test set fails
+executor), what it skips when the caller already holds a part, when it logs, and that a bad test set fails
 before the index is opened. The steps' own work is faked here; tests/flows covers it end to end."""
 
 from __future__ import annotations

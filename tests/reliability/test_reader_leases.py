@@ -8,10 +8,10 @@ import gc
 
 import pytest
 from ragrig.configs.errors import RagrigError
+from ragrig.retrieval.executor import Executor
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 from ragrig.retrieval.search.retriever import Retriever
-from ragrig.retrieval.executor import Executor
 
 pytestmark = pytest.mark.slow
 

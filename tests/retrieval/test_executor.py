@@ -16,6 +16,7 @@ DOCS = {
     "b.md": "# Beta\n\n## Cover\n\nCover gives a save.\n\n## Smoke\n\nSmoke blocks sight.\n",
     "c.md": "# Gamma\n\n## Lethal\n\nLethal hits crit.\n\n## Rending\n\nRending upgrades a hit.\n",
 }
+DOCS["d.md"] = DOCS["a.md"]  # the same texts in another partition: embedded once, counted once
 
 
 def test_in_process_calls_and_maps_in_order_here():
@@ -75,12 +76,14 @@ def test_one_ingest_sequence_under_a_local_and_a_distributed_executor_writes_the
     # the sequence is the pipeline's, whoever runs it: every step by name, the batches through map
     assert local.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "chunk", "embed", "embed-views",
                            "build-index", "publish"]
-    assert local.maps == [("extract", "extract_sources", 2)]  # 3 documents in batches of 2
+    assert local.maps == [("extract", "extract_sources", 2)]  # 4 documents in batches of 2
     # distributed: extract, chunk and embed are the partitions' (mapped), the rest the same steps
     assert dist.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "embed", "embed-views",
                           "build-index", "publish"]
     assert dist.maps == [("partition", "run_partition", 2)]
-    assert (sa.chunks, sa.chunks_embedded, sa.published) == (sb.chunks, sb.chunks_embedded, True)
+    assert (sa.chunks, sa.chunks_embedded, sa.chunks_cached, sa.published) == (
+        sb.chunks, sb.chunks_embedded, sb.chunks_cached, True)
+    assert sa.chunks_embedded == len({c.sha256 for c in IndexVersion.current(a).chunks}) < sa.chunks
     va, vb = IndexVersion.current(a), IndexVersion.current(b)
     assert [c.to_dict() for c in va.chunks] == [c.to_dict() for c in vb.chunks]
     assert [d.to_dict() for d in va.documents()] == [d.to_dict() for d in vb.documents()]

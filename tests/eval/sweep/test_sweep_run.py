@@ -88,8 +88,9 @@ def test_sweep_shares_indexes_embeddings_and_candidates(tmp_path, write_files, m
 @pytest.mark.slow
 def test_a_mapped_sweep_equals_the_plain_one(tmp_path, write_files, monkeypatch):
     """The sweep through a distributed executor (what flow.runner dask passes: here one that calls in this
-    process, in order): every index ingested first, each config one ``remote.evaluate_config`` call, the rows and on_report
-    calls equal to the plain sweep's, and with the SQLite store the driver logs each child under the parent."""
+    process, in order): every index ingested first, each config one ``remote.evaluate_config`` call, the rows and
+    on_report calls equal to the plain sweep's, and with the SQLite store the driver logs each child under the
+    parent."""
     from ragrig.eval.sweep import remote
 
     spec = load_sweep(tiny_sweep(tmp_path, write_files, "mapped"))

@@ -154,7 +154,7 @@ def test_the_driver_merges_in_partition_order_and_is_the_one_cache_writer(tmp_pa
     first = _part(shards, 0, ["a", "b"], ["s1", "s2"], failed=[FailedDoc("d", "chunk", "y")])
     stats = IngestStats()
     cache = EmbeddingCache(tmp_path / "e.sqlite")
-    docs, chunks = merge_partitions([later, first], staged, stats, cache, "m")
+    docs, chunks, embedded = merge_partitions([later, first], staged, stats, cache, "m")
     assert [d.doc_id for d in docs] == ["a", "b", "c"]
     assert [c.chunk_id for c in chunks] == ["a#0", "b#0", "c#0"]
     assert [(f["doc_id"], f["stage"]) for f in stats.failures] == [("e", "extract"), ("d", "chunk"), ("c", "chunk")]
@@ -162,6 +162,7 @@ def test_the_driver_merges_in_partition_order_and_is_the_one_cache_writer(tmp_pa
     got = cache.get_many("m", ["s1", "s2", "s3", "zz"])
     assert sorted(got) == ["s1", "s2", "s3"] and got["s3"].tolist() == [2.0, 2.0, 2.0]
     assert cache.count() == 3  # the other model's file is not taken
+    assert embedded == {"s1", "s2", "s3"}  # what the workers embedded with this model, each text once
     assert not shards.exists()  # no part of the version
 
 
