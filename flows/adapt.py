@@ -22,8 +22,8 @@ def adapt_flow(config_path: str | None = None, overrides: list[str] | None = Non
     """Fine-tune the configured encoder on the published index (``config``: already loaded, the CLI's; else
     loaded from ``config_path`` and ``overrides``), then compare it with the base on the config's test sets."""
     cfg = flow_config(config, config_path, overrides)
-    tasks = PrefectTasks(distributed=cfg.flow.runner == "dask")  # the task runner run_adapt_flow gives the flow
-    result = run_adapt(cfg, output, force=force, progress=progress, compare=compare, executor=tasks)
+    # every step a task in this process (the comparison's sweep included: not distributed, whatever the runner)
+    result = run_adapt(cfg, output, force=force, progress=progress, compare=compare, executor=PrefectTasks())
     create_markdown_artifact(key="adapt-summary", markdown=adapt_markdown(result), description="ragrig adapt")
     return result
 
