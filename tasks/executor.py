@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from prefect import Task
 from prefect.utilities.annotations import quote
 from ragrig.retrieval.executor import Executor
 from ragrig.tasks.stages import as_task, run_stage
@@ -23,7 +22,6 @@ T = TypeVar("T")
 class PrefectTasks(Executor):
     def __init__(self, distributed: bool = False) -> None:
         self.distributed = distributed
-        self._tasks: dict[tuple[str, Callable[..., Any]], Task[..., Any]] = {}
 
     def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
         return run_stage(name, fn, *args)
@@ -35,11 +33,8 @@ class PrefectTasks(Executor):
         still wrapped (Prefect 3.x), and a partition's job is small."""
         if not calls:
             return
-        t = self._tasks.get((name, fn))
-        if t is None:
-            t = self._tasks[(name, fn)] = as_task(name, fn)
         columns = [list(col) for col in zip(*calls)]
         if not self.distributed:
             columns = [[quote(a) for a in col] for col in columns]
-        for fut in t.map(*columns):
+        for fut in as_task(name, fn).map(*columns):
             yield fut.result()

@@ -363,10 +363,7 @@ class IngestPipeline:
                     return self._keep_previous(plan.previous)
                 new_chunks = call("chunk", self.chunk, extracted)
                 docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
-                vectors = call("embed", self.embed, chunks)
-                call("embed-views", self.embed_views, chunks)
-                self.stats.chunks = len(chunks)
-                version = call("build-index", self.build, docs, chunks, vectors)
+                version = self._embed_and_build(executor, docs, chunks)
                 call("publish", self.publish, version)
                 return self.stats
         finally:
@@ -377,15 +374,20 @@ class IngestPipeline:
         """After the plan, a distributed ingest: the version is staged first (the workers write into it), and
         an error anywhere before it is complete removes it (the published version stays as it was)."""
         with staged_version(self.cfg, self.layout) as staged:
-            call = executor.call
             extracted, new_chunks, in_collection = self.partition(plan, staged, executor)
             if plan.only_failures(extracted):
                 discard(self.cfg, self.layout, *staged)
                 return self._keep_previous(plan.previous)
             docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
-            vectors = call("embed", self.embed, chunks)  # cache hits: the merge put the workers' vectors there
-            self.stats.chunks = len(chunks)
-            call("embed-views", self.embed_views, chunks)
-            version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
-        call("publish", self.publish, version)
+            version = self._embed_and_build(executor, docs, chunks, staged, in_collection)
+        executor.call("publish", self.publish, version)
         return self.stats
+
+    def _embed_and_build(self, executor: Executor, docs: list[Document], chunks: list[Chunk],
+                         staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
+        """Both branches' steps between the chunks and the publish: embed (after a distributed ingest's
+        partitions, cache hits: the merge put the workers' vectors there), the fused views, the version."""
+        vectors = executor.call("embed", self.embed, chunks)
+        executor.call("embed-views", self.embed_views, chunks)
+        self.stats.chunks = len(chunks)
+        return executor.call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
