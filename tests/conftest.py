@@ -27,6 +27,11 @@ os.environ.update(_SESSION_ENV)
 # tests/test_hygiene.py checks that none is left behind).
 _PREFECT_HOME = tempfile.mkdtemp(prefix="ragrig-test-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
+# This machine's cache of ragrig (the lean forward's verdicts: encoders/forward_check.py) is the test process's own,
+# never the user's ~/.cache: every test home, and every process a test starts, finds the verdict the first one
+# recorded, as a user's homes do (sentence-transformers' import and the check, ~10 s of 2 cores, paid once).
+_MACHINE_CACHE = tempfile.mkdtemp(prefix="ragrig-test-cache-")
+os.environ["RAGRIG_CACHE_DIR"] = _MACHINE_CACHE
 # Each of `make test`'s parallel workers gets its share of the cores for torch's OpenMP thread pool (and so do the
 # processes a test starts, which inherit it; onnxruntime keeps its own pools, and the encoder's are one thread). With every worker's pool as wide as the machine,
 # an OpenMP parallel region waits for a thread the other worker has descheduled: encoding one short text took
@@ -54,6 +59,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
+    shutil.rmtree(_MACHINE_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
 """Repository hygiene: no large file is committed outside datasets/ (a 10.6 MB wheel once sat at the root,
-used by nothing), and a test session leaves no ``ragrig-test-prefect-*`` folder in the temp dir."""
+used by nothing), and a test session leaves no ``ragrig-test-prefect-*`` or ``ragrig-test-cache-*`` folder in the
+temp dir."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_a_test_session_leaves_no_prefect_home_behind(tmp_path):
                     "    open(os.path.join(home, 'written.txt'), 'w').write('x')\n")
     # the test file lies outside tests/, so tests/conftest.py is loaded as a plugin (-p conftest)
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONPATH": str(ROOT / "tests")}
-    for name in ("PREFECT_HOME", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):  # a fresh session: the caller's plugins stay out
+    # a fresh session: the caller's settings and plugins stay out
+    for name in ("PREFECT_HOME", "RAGRIG_CACHE_DIR", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(name, None)
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                         "-p", "conftest", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"),
@@ -49,3 +51,4 @@ def test_a_test_session_leaves_no_prefect_home_behind(tmp_path):
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert list((tmp_path / "tmp").glob("ragrig-test-prefect-*")) == []
+    assert list((tmp_path / "tmp").glob("ragrig-test-cache-*")) == []  # nor its machine cache

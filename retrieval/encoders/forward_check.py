@@ -2,10 +2,13 @@
 assumed: both encode the probe texts below (empty, whitespace, accents, CJK, emoji, code, a text past the window;
 in batches of one, three and the configured size, so padding is exercised) and count their tokens, and the
 verdict is kept per (model identity, device, normalisation, torch / transformers / sentence-transformers /
-tokenizers versions) in this process and in a JSON file beside the model-digest memo (``<home>/cache/
-torch-forward.json``). A command that loads sentence-transformers anyway (an ingest that embeds, or a query
-with no verdict yet) checks and records; one that finds ``true`` runs the model without importing it. A
-library upgrade is a new key: checked again. A damaged or unwritable file costs only a check.
+tokenizers versions) in this process, in a JSON file beside the model-digest memo (``<home>/cache/
+torch-forward.json``) and in the same file in this user's cache on this machine (``machine_file``): the key
+holds nothing a home adds, so a new home (a CI job's, a project's) finds the verdict another home recorded
+instead of paying sentence-transformers' import and the check again (~10 s of 2 cores). A command that loads
+sentence-transformers anyway (an ingest that embeds, or a query with no verdict yet) checks and records; one
+that finds ``true`` runs the model without importing it. A library upgrade is a new key: checked again. A
+damaged or unwritable file costs only a check.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,8 @@ PROBES = (
 )
 log = logging.getLogger(__name__)
 _LIBRARIES = ("torch", "transformers", "sentence-transformers", "tokenizers")
+CACHE_ENV = "RAGRIG_CACHE_DIR"
+FILE = "torch-forward.json"
 _verdicts: dict[str, bool] = {}
 _lock = threading.Lock()
 
@@ -53,31 +59,50 @@ def _versions() -> str:
     return " ".join(out)
 
 
+def machine_file() -> Path | None:
+    """This user's verdicts on this machine: ``$RAGRIG_CACHE_DIR/torch-forward.json`` (an empty value: none),
+    else under ``$XDG_CACHE_HOME/ragrig`` or ``~/.cache/ragrig``."""
+    where = os.environ.get(CACHE_ENV)
+    if where is not None:
+        return Path(where) / FILE if where.strip() else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragrig" / FILE
+
+
 def recorded(path: Path | None, key: str) -> bool | None:
-    """The verdict for ``key``: this process's (written to ``path`` too when the file lacks it: a later process
-    need not check again), else the file's; None when neither has one."""
+    """The verdict for ``key``: this process's, else the home's file (``path``), else this machine's
+    (``machine_file``); None when none has one. A verdict found is written to the files that lack it: a later
+    process need not check again."""
     with _lock:
-        mine = _verdicts.get(key)
-    data = _read(path)
-    if mine is not None:
-        if path is not None and data.get(key) is not mine:
-            record(path, key, mine)
-        return mine
-    got = data.get(key)
-    return got if isinstance(got, bool) else None
+        got = _verdicts.get(key)
+    if got is None:
+        for place in (path, machine_file()):
+            value = _read(place).get(key)
+            if isinstance(value, bool):
+                got = value
+                break
+    if got is not None:
+        record(path, key, got)
+    return got
 
 
 def record(path: Path | None, key: str, same: bool) -> None:
+    """``same`` for ``key`` in this process, the home's file and this machine's (each written only when it
+    holds another value)."""
     with _lock:
         _verdicts[key] = same
-    if path is None:
-        return
-    data = _read(path)
-    data[key] = same
-    try:
-        write_atomic(path, json.dumps(data, sort_keys=True, indent=1).encode(), durable=False)
-    except OSError:
-        pass  # a read-only home: the next process checks again
+    for place in (path, machine_file()):
+        if place is None:
+            continue
+        data = _read(place)
+        if data.get(key) is same:
+            continue
+        data[key] = same
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(place, json.dumps(data, sort_keys=True, indent=1).encode(), durable=False)
+        except OSError:
+            pass  # a read-only home or cache: the next process checks again
 
 
 def _read(path: Path | None) -> dict[str, Any]:

@@ -77,8 +77,10 @@ CASES = [
 
 
 def user_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A user's environment: a fresh home, offline, and none of the test session's Prefect/MLflow settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAGRIG_", "MLFLOW_"))}
+    """A user's environment: a fresh home, offline, and none of the test session's Prefect/MLflow settings (its
+    machine cache kept: the user's own ~/.cache stays out of tests)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "RAGRIG_", "MLFLOW_")) or k == "RAGRIG_CACHE_DIR"}
     env.update({"RAGRIG_HOME": str(home), "HF_HUB_OFFLINE": "1"})
     env.update(extra or {})
     return env

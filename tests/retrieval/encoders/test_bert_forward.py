@@ -105,9 +105,11 @@ def test_models_it_does_not_run_are_left_to_sentence_transformers(tmp_path, edit
 
 
 @pytest.fixture
-def fresh_verdicts(monkeypatch):
-    """This process's verdicts emptied for the test (the file is the test's own)."""
+def fresh_verdicts(monkeypatch, tmp_path):
+    """This process's verdicts emptied for the test, and a machine cache of its own (the home's file is the
+    test's own too)."""
     monkeypatch.setattr(forward_check, "_verdicts", {})
+    monkeypatch.setenv(forward_check.CACHE_ENV, str(tmp_path / "machine-cache"))
 
 
 def _encoder(check: Path, identity: str = "minilm-test") -> TorchEncoder:
@@ -134,6 +136,40 @@ def test_the_first_encoder_checks_and_records_later_ones_skip_sentence_transform
     assert later._st is None  # none of that loaded sentence-transformers
     later.encode(docs, progress=True)  # its progress bar is sentence-transformers' own
     assert later._st is not None
+
+
+def test_a_verdict_one_home_recorded_is_found_by_a_new_home_on_the_same_machine(tmp_path, fresh_verdicts,
+                                                                               monkeypatch):
+    home_a, home_b = tmp_path / "a" / "torch-forward.json", tmp_path / "b" / "torch-forward.json"
+    assert _encoder(home_a)._st is not None  # the first home checks (sentence-transformers loaded)
+    machine = forward_check.machine_file()
+    assert machine == tmp_path / "machine-cache" / "torch-forward.json"
+    assert json.loads(machine.read_text()) == json.loads(home_a.read_text())
+
+    forward_check._verdicts.clear()  # a new process
+    later = _encoder(home_b)
+    assert later._st is None and later.lean is not None  # no check: the machine's file knew
+    assert json.loads(home_b.read_text()) == json.loads(machine.read_text())  # and the new home keeps it
+
+    forward_check._verdicts.clear()
+    monkeypatch.setenv(forward_check.CACHE_ENV, "")  # no machine cache: a new home checks again
+    assert forward_check.machine_file() is None
+    assert _encoder(tmp_path / "c" / "torch-forward.json")._st is not None
+
+
+def test_the_machine_cache_defaults_to_the_users_cache_and_an_unwritable_one_costs_only_a_check(
+        tmp_path, fresh_verdicts, monkeypatch):
+    monkeypatch.delenv(forward_check.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert forward_check.machine_file() == tmp_path / "xdg" / "ragrig" / "torch-forward.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert forward_check.machine_file() == tmp_path / "user" / ".cache" / "ragrig" / "torch-forward.json"
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv(forward_check.CACHE_ENV, str(tmp_path / "file"))  # its folder cannot be made
+    check = tmp_path / "home" / "torch-forward.json"
+    forward_check.record(check, "k", True)
+    assert json.loads(check.read_text()) == {"k": True} and forward_check.recorded(check, "k") is True
 
 
 def test_a_lean_forward_that_differs_is_recorded_and_never_used(tmp_path, fresh_verdicts, monkeypatch, st):
