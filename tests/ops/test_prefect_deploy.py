@@ -53,7 +53,9 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": api,
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "RAGRIG_PROJECT_DIR": str(ROOT),
-           "RAGRIG_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "PREFECT_LOGGING_LEVEL": "INFO"}
+           "RAGRIG_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "PREFECT_LOGGING_LEVEL": "INFO",
+           # the worker asks for scheduled runs every second, not every 10 s (the triggered run waited for it)
+           "PREFECT_WORKER_QUERY_SECONDS": "1"}
     (tmp_path / "prefect").mkdir()
     server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     with server([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
