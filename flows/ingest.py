@@ -1,6 +1,6 @@
-"""The ``ingest`` Prefect flow: discover -> plan -> extract (mapped over batches) -> chunk -> embed -> index -> publish;
-with ``flow.runner: dask``, extract + chunk + embed mapped over partitions on the cluster instead
-(``retrieval/ingest/distributed.py``), the index built and published here.
+"""The ``ingest`` Prefect flow: discover -> plan -> partitions (extract + chunk, mapped over batches) -> embed ->
+index -> publish; with ``flow.runner: dask`` the partitions run on the cluster and embed there too
+(``retrieval/ingest/partitions.py``), the index built and published here.
 
 Runs with Prefect's ephemeral API (no server needed) or as a deployment (prefect.yaml).
 On publishing a new version it emits the ``ragrig.index.published`` event that the
@@ -26,7 +26,7 @@ PUBLISHED_EVENT = "ragrig.index.published"
 
 def _ingest(cfg: RagrigConfig, force: bool, progress: bool, wait_s: float = 0.0) -> dict[str, Any]:
     pipe = IngestPipeline(cfg, force=force, progress=progress)
-    tasks = PrefectTasks(distributed=cfg.flow.runner == "dask")  # dask: extract, chunk, embed on the cluster
+    tasks = PrefectTasks(distributed=cfg.flow.runner == "dask")  # dask: the partitions (and their embed) there
     return pipe.run(tasks, wait_s=wait_s).to_dict()
 
 

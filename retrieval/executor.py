@@ -6,7 +6,7 @@ The library owns every sequence (``IngestPipeline.run``, ``eval.evaluate.evaluat
 - ``call(name, fn, *args)``: run one named step and return what it returns (a Prefect flow shows it as a task);
 - ``map(name, fn, calls)``: run ``fn(*args)`` for every ``args`` of ``calls``, anywhere, yielding the results in
   the calls' order. ``distributed`` says whether that "anywhere" is other processes, which share only the
-  home's files: an ingest then runs its partitions there and merges their shards (``ingest/distributed.py``),
+  home's files: an ingest then runs its partitions there and merges their shards (``ingest/partitions.py``),
   a sweep ingests first and maps its configs' evaluations.
 
 Three implementations, one per place the work can run:

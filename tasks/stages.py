@@ -30,11 +30,11 @@ EMBEDDING_TAG = "ragrig-embedding"
 CONCURRENCY: dict[str, int] = {EMBEDDING_TAG: 1}
 
 # retries only where a retry can help: a stage that talks to Chroma (possibly over HTTP) or to MLflow, and
-# extraction (a converter may fail on a busy machine; its per-document failures are kept inside the batch)
+# a partition (a converter may fail on a busy machine; its per-document failures are kept inside the partition)
 SETTINGS: dict[str, StageSettings] = {
-    "extract": StageSettings(retries=1, retry_delay_seconds=1),
-    # a distributed ingest's extract + chunk + embed of one partition (it may write to a Chroma server); a
-    # worker killed under it is rescheduled by Dask itself, and the partition embeds only what it had not
+    # one partition's extract + chunk (+ embed on Dask, where it may write to a Chroma server): a retry reads
+    # the extraction cache; a Dask worker killed under it is rescheduled by Dask itself, and the partition embeds
+    # only what it had not
     "partition": StageSettings(retries=1, retry_delay_seconds=1),
     "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),

@@ -21,9 +21,10 @@ def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         *((f"  view {name}: newly embedded", str(n)) for name, n in stats.get("views_embedded", {}).items()),
     ]
     secs = stats.get("seconds", {})
-    for stage in ("discover", "plan", "extract", "partitions", "workers:extract", "workers:chunk", "workers:embed",
-                  "workers:chroma", "chunk", "embed", "views", "index", "index:tables", "index:bm25", "index:vectors",
-                  "index:chroma", "publish", "total"):
+    # partitions: the stage's wall; extract, chunk (in this process) or workers:* (Dask): the partitions' own
+    for stage in ("discover", "plan", "partitions", "extract", "chunk", "workers:extract", "workers:chunk",
+                  "workers:embed", "workers:chroma", "embed", "views", "index", "index:tables", "index:bm25",
+                  "index:vectors", "index:chroma", "publish", "total"):
         if stage in secs:
             rows.append((f"seconds: {stage}" if ":" not in stage or "workers" in stage
                          else f"  {stage.split(':')[1]}", f"{secs[stage]:.2f}"))

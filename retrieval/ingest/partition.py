@@ -1,7 +1,14 @@
-"""One Dask worker's share of a distributed ingest: a partition of the changed documents extracted, chunked and
-embedded in the worker's process, its tables and new vectors written as shard files into the staging folder of
-the version being built (``shards.py``), and only a small ``PartitionSummary`` (counts, failures, file hashes)
-sent back through the scheduler. The driver side is ``distributed.py``.
+"""A partition of an ingest's changed documents, the one step every executor maps (the driver's side is
+``partitions.py``):
+
+- ``run_partition``, a Dask worker's share (an executor whose ``map`` runs in other processes): extracted,
+  chunked and embedded in the worker's process, its tables and new vectors written as shard files into the
+  staging folder of the version being built (``shards.py``), and only a small ``PartitionSummary`` (counts,
+  failures, file hashes) sent back through the scheduler.
+- ``chunk_partition``, in the driver's process (in order, or on Prefect's threads): extracted (into the
+  extraction cache: the driver is the caches' one writer) and chunked, its documents and chunks handed back in
+  memory, no shard file; the driver then embeds every partition's chunks at once, in the encoder's batches an
+  ingest always had, so a local ingest's vectors are the same bits as before partitions.
 
 A plain function of (config, job): the orchestrator maps it over the partitions (``executor.map``) and may
 run it again after its worker died: it is idempotent (the same files, the same collection rows) and embeds
@@ -12,6 +19,7 @@ embedding config (loaded on its first partition) and one connection to the embed
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,12 +29,13 @@ import numpy as np
 from ragrig.configs.errors import InputError, RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
-from ragrig.retrieval.documents import Chunk, FailedDoc, SourceDoc
+from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.format import add_chunks
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
+from ragrig.retrieval.ingest.chunking import ChunkingParams
 from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import extract_sources
 from ragrig.retrieval.ingest.shards import PROBE, ShardCache, file_sums, make_part_dir, write_partition_tables
@@ -63,6 +72,7 @@ class PartitionSummary:
     warnings: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    tables: tuple[list[Document], list[Chunk]] | None = None  # in memory (``chunk_partition``); None: shard files
 
 
 _EMBEDDERS: dict[tuple[str, str], Embedder] = {}
@@ -137,6 +147,27 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
         over_window=sum(1 for c in chunks if c.tokens > params.max_tokens),
         failed=[*failed, *unchunked], warnings=warnings, files=file_sums(shards, out),
         seconds={k: round(v, 3) for k, v in seconds.items()},
+    )
+
+
+_CHUNKING = threading.Lock()
+
+
+def chunk_partition(cfg: RagrigConfig, index: int, sources: list[SourceDoc], embedder: Embedder,
+                    params: ChunkingParams) -> PartitionSummary:
+    """Extract and chunk ``sources`` in this process; the summary carries the documents and chunks (``tables``).
+    ``embedder`` and ``params``: the driver's (its token counter, loaded before the partitions run)."""
+    t0 = time.perf_counter()
+    docs, failed = extract_sources(cfg, sources)
+    t1 = time.perf_counter()
+    warnings: list[str] = []
+    with _CHUNKING:  # partitions on Prefect's threads: a tokenizer is not safe to share between threads
+        chunks, unchunked = chunk_documents(docs, params, embedder, warnings.append)
+    t2 = time.perf_counter()
+    return PartitionSummary(
+        index=index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=0, cached=0,
+        over_window=sum(1 for c in chunks if c.tokens > params.max_tokens), failed=[*failed, *unchunked],
+        warnings=warnings, seconds={"extract": round(t1 - t0, 3), "chunk": round(t2 - t1, 3)}, tables=(docs, chunks),
     )
 
 

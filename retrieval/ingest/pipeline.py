@@ -1,18 +1,17 @@
-"""Incremental, versioned ingestion: the order of the stages, each a method Prefect can wrap as a task.
+"""Incremental, versioned ingestion: one sequence of stages under any executor, each a method Prefect can wrap
+as a task.
 
 sweep leftovers -> verify the published version (``index/verify.py``: a damaged one is rebuilt, not kept)
--> discover -> plan (``plan.py``: diff against the published version by content sha256)
--> extract (new/changed only, in batches through the extraction cache: ``extract.py``) -> chunk
-(``chunking.py``) -> embed (embedding cache: ``embed.py``) -> the fused views into the same cache (``views.py``)
--> build a new version (``build.py``) -> publish (atomic CURRENT switch) and prune old versions
-(``index/publish.py``). Nothing changed and no ``--force``: no new version is built (a view fused since is
-embedded). A crash before the switch leaves the published version untouched; the next ingest sweeps leftovers.
+-> discover -> plan (``plan.py``: diff against the published version by content sha256) -> stage the next
+version -> partitions of the new/changed documents (``partitions.py``: extracted through the extraction cache
+and chunked, ``chunking.py``; on Dask workers also embedded into shards) -> embed (embedding cache:
+``embed.py``; after Dask workers, cache hits) -> the fused views into the same cache (``views.py``) -> build
+the new version (``build.py``) -> publish (atomic CURRENT switch) and prune old versions (``index/publish.py``).
+Nothing changed and no ``--force``: no new version is built (a view fused since is embedded). A crash before
+the switch leaves the published version untouched; the next ingest sweeps leftovers.
 
-Distributed (an executor whose ``map`` runs in other processes: ``retrieval/executor.py``): after the plan the
-version is staged first, extract ->
-chunk -> embed run on the workers partition by partition, writing shards into the staging folder
-(``partition.py``, ``shards.py``), the driver merges them in plan order (``distributed.py``), then embed (all
-cache hits), build and publish as above: the same version a local ingest writes.
+The executor (``retrieval/executor.py``) decides only where the partitions run: in this process, on Prefect's
+threads, or on Dask workers (``executor.distributed``); the version is the same.
 """
 
 from __future__ import annotations
@@ -37,19 +36,18 @@ from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version, discard, staged_version
-from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.current import damage, outdated
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
-from ragrig.retrieval.ingest.distributed import run_partitions
 from ragrig.retrieval.ingest.embed import embed_with_cache
-from ragrig.retrieval.ingest.extract import extract_sources, extractor_key
+from ragrig.retrieval.ingest.extract import extractor_key
 from ragrig.retrieval.ingest.partition import Mark
+from ragrig.retrieval.ingest.partitions import run_partitions
 from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
 from ragrig.retrieval.ingest.restore import restore_store, store_damage
 from ragrig.retrieval.ingest.stats import IngestStats
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
-__all__ = ["IngestPipeline", "IngestStats", "extract_sources"]
+__all__ = ["IngestPipeline", "IngestStats"]
 
 log = logging.getLogger(__name__)
 
@@ -225,33 +223,11 @@ class IngestPipeline:
                                  "kept as it is (`ragrig reset` removes an index)")
             return plan
 
-    def extract(self, plan: Plan, executor: Executor = IN_PROCESS) -> list[Document]:
-        """Extract the new and changed documents in batches, mapped through ``executor`` (in order here, or
-        Prefect tasks on the flow's threads)."""
-        with self.timed("extract"):
-            out: list[Document] = []
-            size = self.cfg.flow.extract_batch
-            batches = [plan.to_extract[i : i + size] for i in range(0, len(plan.to_extract), size)]
-            bar = None
-            if self.progress and plan.to_extract:
-                from tqdm import tqdm
-
-                bar = tqdm(total=len(plan.to_extract), desc="extract", unit="doc")
-            results = executor.map("extract", extract_sources, [(self.cfg, b) for b in batches])
-            for batch, (docs, failed) in zip(batches, results):
-                self.stats.record_extracted(docs, failed)
-                out.extend(docs)
-                if bar is not None:
-                    bar.update(len(batch))
-            if bar is not None:
-                bar.close()
-            return out
-
     def partition(self, plan: Plan, staged: tuple[str, Path], executor: Executor,
                   ) -> tuple[list[Document], list[Chunk], set[str] | None]:
-        """A distributed ingest's extract, chunk and embed on the cluster (``distributed.run_partitions``):
-        the extracted documents, their chunks, and the chunk ids the workers wrote to the version's collection
-        (None: the build writes the collection)."""
+        """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``;
+        on Dask workers embedded too): the extracted documents, their chunks, and the chunk ids the workers
+        wrote to the version's collection (None: the build writes the collection)."""
         with self.timed("partitions"):
             if self._embed_cache is None:
                 self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
@@ -260,17 +236,6 @@ class IngestPipeline:
                                   progress=self.progress)
             self._worker_embedded = done.embedded
             return done.docs, done.chunks, done.in_collection
-
-    def chunk(self, docs: list[Document]) -> list[Chunk]:
-        with self.timed("chunk"):
-            if not docs:
-                return []
-            params = chunking_params(self.cfg, self.embedder)
-            out, failed = chunk_documents(docs, params, self.embedder, self.stats.warnings.append)
-            for f in failed:
-                self.stats.fail(f.doc_id, f.stage, f.reason)
-            self.stats.chunks_over_window = sum(1 for c in out if c.tokens > params.max_tokens)
-            return out
 
     def embed(self, chunks: list[Chunk]) -> np.ndarray:
         with self.timed("embed"):
@@ -300,7 +265,8 @@ class IngestPipeline:
     def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray,
               staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
         """Write a complete new version directory and Chroma collection; return its name (not yet published).
-        ``staged`` and ``in_collection``: a distributed ingest's staging folder and what its workers wrote."""
+        ``staged``: the staging folder this run holds (None: one of its own); ``in_collection``: the chunk ids a
+        distributed ingest's workers wrote to the version's collection."""
         with self.timed("index"):
             corpus_file = None
             if self._corpus_file is not None:  # BEIR: the file this version was built from, and what failed in it
@@ -340,9 +306,9 @@ class IngestPipeline:
 
     def run(self, executor: Executor = IN_PROCESS, wait_s: float = 0.0) -> IngestStats:
         """Run every stage under the ingest lock, each through ``executor.call`` (a Prefect flow's executor runs
-        it as a task), the extraction batches through ``executor.map``. A distributed executor (Dask workers):
-        extraction, chunking and embedding run on the cluster instead, partition by partition
-        (``_run_distributed``)."""
+        it as a task), the partitions through ``executor.map``. After the plan the version is staged first (a
+        distributed executor's workers write into it), and an error anywhere before it is complete removes it:
+        the published version stays as it was."""
         call = executor.call
         corpus_kind(self.cfg.corpus)  # a missing corpus is an input error before anything is written
         t0 = time.perf_counter()
@@ -356,38 +322,18 @@ class IngestPipeline:
                 plan = call("plan", self.plan, found)
                 if plan.changed_nothing:
                     return self._keep_previous(plan.previous)
-                if executor.distributed and plan.to_extract:
-                    return self._run_distributed(executor, plan)
-                extracted = self.extract(plan, executor)
-                if plan.only_failures(extracted):
-                    return self._keep_previous(plan.previous)
-                new_chunks = call("chunk", self.chunk, extracted)
-                docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
-                version = self._embed_and_build(executor, docs, chunks)
+                with staged_version(self.cfg, self.layout) as staged:
+                    extracted, new_chunks, in_collection = self.partition(plan, staged, executor)
+                    if plan.only_failures(extracted):
+                        discard(self.cfg, self.layout, *staged)
+                        return self._keep_previous(plan.previous)
+                    docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
+                    vectors = call("embed", self.embed, chunks)
+                    call("embed-views", self.embed_views, chunks)
+                    self.stats.chunks = len(chunks)
+                    version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
                 call("publish", self.publish, version)
                 return self.stats
         finally:
             self.stats.seconds["total"] = round(time.perf_counter() - t0, 3)
             self.close()
-
-    def _run_distributed(self, executor: Executor, plan: Plan) -> IngestStats:
-        """After the plan, a distributed ingest: the version is staged first (the workers write into it), and
-        an error anywhere before it is complete removes it (the published version stays as it was)."""
-        with staged_version(self.cfg, self.layout) as staged:
-            extracted, new_chunks, in_collection = self.partition(plan, staged, executor)
-            if plan.only_failures(extracted):
-                discard(self.cfg, self.layout, *staged)
-                return self._keep_previous(plan.previous)
-            docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
-            version = self._embed_and_build(executor, docs, chunks, staged, in_collection)
-        executor.call("publish", self.publish, version)
-        return self.stats
-
-    def _embed_and_build(self, executor: Executor, docs: list[Document], chunks: list[Chunk],
-                         staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
-        """Both branches' steps between the chunks and the publish: embed (after a distributed ingest's
-        partitions, cache hits: the merge put the workers' vectors there), the fused views, the version."""
-        vectors = executor.call("embed", self.embed, chunks)
-        executor.call("embed-views", self.embed_views, chunks)
-        self.stats.chunks = len(chunks)
-        return executor.call("build-index", self.build, docs, chunks, vectors, staged, in_collection)

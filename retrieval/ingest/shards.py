@@ -1,6 +1,6 @@
 """The files Dask workers write for their partitions of the changed documents, inside the staging folder of
 the version being built, and the driver's checked reading of them (``retrieval/ingest/partition.py`` writes,
-``retrieval/ingest/distributed.py`` reads):
+``retrieval/ingest/partitions.py`` reads):
 
     versions/.tmp-vNNNNNN/shards/
         probe                     a random token the driver writes first: a worker that cannot read it does

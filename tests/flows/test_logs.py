@@ -26,7 +26,7 @@ def test_json_logs_carry_stage_and_query_fields(tmp_path, write_files, capsys):
     assert main(["--log-json", "--log-level", "INFO", "ingest", "--no-prefect", "-q", *sets]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
     stages = {x["stage"]: x for x in lines if x.get("event") == "ingest.stage"}
-    assert {"discover", "plan", "extract", "chunk", "embed", "index", "publish"} <= set(stages)
+    assert {"discover", "plan", "partitions", "embed", "index", "publish"} <= set(stages)
     assert stages["embed"]["chunks_embedded"] == 2 and stages["discover"]["docs_seen"] == 1
     assert all(isinstance(x["seconds"], float) for x in stages.values())
     assert main(["--log-json", "--log-level", "DEBUG", "query", "how far can I move?", *sets]) == 0

@@ -51,7 +51,10 @@ def cluster(prefect_api):
 
 
 def settings(home: Path, corpus: Path, *more: str) -> list[str]:
-    return [f"home={home}", f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]", *more]
+    """The second encoder's view off unless a test turns it on: it is embedded by the driver after the merge,
+    the same step whoever ran the partitions, and it is no part of the version the tests compare."""
+    return [f"home={home}", f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]",
+            "retrieval.fusion.weights.vector2=0", *more]
 
 
 def dask_ingest(over: list[str], address: str, worker_hook=None) -> dict:
@@ -121,8 +124,9 @@ def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, 
 
     from ragrig.flows.cli import main
 
-    local, _ = local_sample
-    over = settings(tmp_path / "plain", ROOT / "datasets" / "sample", "flow.extract_batch=8")
+    local, ran = local_sample
+    over = settings(tmp_path / "plain", ROOT / "datasets" / "sample", "flow.extract_batch=8",
+                    "retrieval.fusion.weights.vector2=1")  # and the view embedded after the merge
     argv = ["ingest", "-q", "--no-prefect", "--runner", "dask", "--address", cluster,
             "--output-json", str(tmp_path / "stats.json")]
     for item in over:
@@ -130,6 +134,8 @@ def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, 
     assert main(argv) == 0
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["published"] and stats["seconds"]["workers:embed"] > 0 and "extract" not in stats["seconds"]
+    texts = {c.search_text for c in IndexVersion.current(load_config(None, over)).chunks}
+    assert stats["views_embedded"] == {"vector2": len(texts)} and ran.views_embedded == {}
     assert_same_version(local, over)
 
 

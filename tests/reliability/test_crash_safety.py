@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # every instrumentation point the pipeline calls its hook at, in order
 POINTS = [
-    "before:discover", "after:discover", "before:plan", "after:plan", "before:extract", "after:extract",
-    "before:chunk", "after:chunk", "before:embed", "after:embed", "before:index", "index:tables", "index:bm25",
+    "before:discover", "after:discover", "before:plan", "after:plan", "before:partitions", "after:partitions",
+    "before:embed", "after:embed", "before:index", "index:tables", "index:bm25",
     "index:vectors", "index:chroma", "after:index", "before:publish", "after:publish",
 ]
 # The ingests to kill are forked from one process that imported the pipeline's libraries once (torch,

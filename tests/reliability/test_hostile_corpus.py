@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hosti
 from make_hostile import GOOD, build, nested  # noqa: E402
 from ragrig.retrieval.documents import Document, sha256_text
 from ragrig.retrieval.index.version import IndexVersion
+from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
 pytestmark = pytest.mark.slow
@@ -45,21 +46,20 @@ def test_hostile_files_are_ingested_or_recorded(tmp_path, make_config, embedder)
 
 
 def test_ten_thousand_nested_headers_chunk_to_exact_spans(make_config, embedder):
-    """The pipeline's chunking of 10,000 headers nested 1-6 deep (its token counter and parameters): no failure,
+    """The ingest's chunking of 10,000 headers nested 1-6 deep (its token counter and parameters): no failure,
     every chunk's offsets slice back to its text, every body line in exactly one chunk."""
     markdown = nested(10_000)
     doc = Document(doc_id="nested.md", sha256=sha256_text(markdown), format="md", markdown=markdown, metadata={})
-    pipe = IngestPipeline(make_config())
-    pipe.embedder = embedder
-    chunks = pipe.chunk([doc])
-    assert pipe.stats.failures == [] and pipe.stats.chunks_over_window == 0
+    params = chunking_params(make_config(), embedder)
+    chunks, failed = chunk_documents([doc], params, embedder, lambda warning: None)
+    assert failed == [] and all(c.tokens <= params.max_tokens for c in chunks)
     assert chunks and all(markdown[c.start:c.end] == c.text for c in chunks)
     bodies = [line for c in chunks for line in c.text.splitlines() if line.startswith("body ")]
     assert bodies == [f"body {i}" for i in range(10_000)]
 
 
 def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, monkeypatch):
-    import ragrig.retrieval.ingest.pipeline as pl
+    import ragrig.retrieval.ingest.partition as pl
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -74,12 +74,11 @@ def test_one_ingest_sequence_under_a_local_and_a_distributed_executor_writes_the
     sa = IngestPipeline(a, progress=False).run(local)
     sb = IngestPipeline(b, progress=False).run(dist)
     # the sequence is the pipeline's, whoever runs it: every step by name, the batches through map
-    assert local.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "chunk", "embed", "embed-views",
-                           "build-index", "publish"]
-    assert local.maps == [("extract", "extract_sources", 2)]  # 4 documents in batches of 2
-    # distributed: extract, chunk and embed are the partitions' (mapped), the rest the same steps
-    assert dist.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "embed", "embed-views",
-                          "build-index", "publish"]
+    # one sequence: the same steps, and the partitions (4 documents in batches of 2) mapped; only what a partition
+    # does differs: extract and chunk here (the driver embeds), extract, chunk and embed on a distributed executor
+    assert local.steps == dist.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "embed",
+                                         "embed-views", "build-index", "publish"]
+    assert local.maps == [("partition", "chunk_partition", 2)]
     assert dist.maps == [("partition", "run_partition", 2)]
     assert (sa.chunks, sa.chunks_embedded, sa.chunks_cached, sa.published) == (
         sb.chunks, sb.chunks_embedded, sb.chunks_cached, True)

@@ -13,7 +13,7 @@ from ragrig.tasks.stages import SETTINGS, as_task, run_stage
         ("log-mlflow", 2, 2, []),
         ("build-index", 2, [1, 4], []),
         ("sweep-leftovers", 2, [1, 4], []),
-        ("extract", 1, 1, []),
+        ("partition", 1, 1, []),
         ("embed", 0, 0, ["ragrig-embedding"]),
         ("retrieve-and-score", 0, 0, []),  # no row: no retries, no tags
     ],
@@ -35,14 +35,14 @@ def test_every_row_names_a_stage_the_library_runs():
     import ragrig.eval.evaluate
     import ragrig.eval.sweep.run
     import ragrig.retrieval.adapt.run
-    import ragrig.retrieval.ingest.distributed
+    import ragrig.retrieval.ingest.partitions
     import ragrig.retrieval.ingest.pipeline
 
     names = set()
-    for mod in (ragrig.retrieval.ingest.pipeline, ragrig.retrieval.ingest.distributed, ragrig.eval.evaluate,
+    for mod in (ragrig.retrieval.ingest.pipeline, ragrig.retrieval.ingest.partitions, ragrig.eval.evaluate,
                 ragrig.eval.sweep.run, ragrig.retrieval.adapt.run, ragrig.eval.adapt):
         names |= set(re.findall(r'(?:call|map|as_task)\("([a-z-]+)"', Path(mod.__file__).read_text()))
-    assert {"discover", "retrieve-and-score", "log-mlflow", "extract"} <= names  # the pattern finds them
+    assert {"discover", "retrieve-and-score", "log-mlflow", "partition"} <= names  # the pattern finds them
     assert set(SETTINGS) <= names
 
 

@@ -113,15 +113,15 @@ def test_editing_one_file_re_extracts_and_embeds_only_what_changed(corpus, make_
     # change the body of one section ("Charging") and nothing else
     (corpus / "a.md").write_text(ALPHA.replace("engagement range.", "engagement range twice."), encoding="utf-8")
     extracted: list[str] = []
-    import ragrig.retrieval.ingest.pipeline as pipeline_mod
+    import ragrig.retrieval.ingest.partition as partition_mod
 
-    real = pipeline_mod.extract_sources
+    real = partition_mod.extract_sources
 
     def spy(cfg, batch):
         extracted.extend(src.doc_id for src in batch)
         return real(cfg, batch)
 
-    monkeypatch.setattr(pipeline_mod, "extract_sources", spy)
+    monkeypatch.setattr(partition_mod, "extract_sources", spy)
     s = ingest(cfg)
     assert extracted == ["a.md"]
     assert (s.version, s.published, s.docs_changed, s.docs_unchanged, s.docs_new) == ("v000002", True, 1, 3, 0)

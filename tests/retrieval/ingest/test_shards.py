@@ -20,7 +20,7 @@ from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest import partition
-from ragrig.retrieval.ingest.distributed import merge_partitions, partition_jobs
+from ragrig.retrieval.ingest.partitions import merge_partitions, partition_jobs
 from ragrig.retrieval.ingest.shards import (
     SHARDS,
     ShardCache,

@@ -1,12 +1,19 @@
-"""The driver's side of a distributed ingest (the workers' side is ``partition.py``, the files between them
-``shards.py``): the changed documents cut into partitions, the probe that tells a worker whether it shares the
-home, and the workers' shards merged back in partition order, so the new version's documents, chunks (ids,
-order, text) and vectors are the ones a local ingest builds. BM25, the keyword library, ``vectors.npy`` and the
-publish switch stay with the driver (``build.py``, ``IngestPipeline``).
+"""The driver's side of an ingest's partitions (the partitions themselves are ``partition.py``), under any
+executor: the changed documents cut into partitions of ``flow.extract_batch`` in plan order, mapped through
+``executor.map("partition", …)``, and merged back in partition order with one stats path, one progress bar and
+one failure order, so the new version's documents, chunks (ids, order, text) and vectors are the same whoever
+ran them.
 
-The merge is also where what the workers extracted and embedded enters the SQLite caches: the driver is their
-one writer (``shards.ShardCache`` says why), and the version's vectors are then read back through the embedding
-cache exactly as a local ingest reads them.
+- In this process (``IN_PROCESS``, Prefect tasks on threads): ``chunk_partition`` extracts and chunks, and hands
+  the documents and chunks back in memory; the driver embeds them all afterwards.
+- In other processes (Dask workers): ``run_partition`` also embeds, and writes shard files into the staging
+  folder; the probe tells a worker whether it shares the home; the merge reads the shards and is where what the
+  workers extracted and embedded enters the SQLite caches: the driver is their one writer (``shards.ShardCache``
+  says why), and the version's vectors are then read back through the embedding cache exactly as a local ingest
+  reads them.
+
+BM25, the keyword library, ``vectors.npy`` and the publish switch stay with the driver (``build.py``,
+``IngestPipeline``).
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ from ragrig.retrieval.executor import Executor
 from ragrig.retrieval.index import chroma
 from ragrig.retrieval.index.format import collection_name
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.ingest.chunk_stage import chunking_params
 from ragrig.retrieval.ingest.extract import remember_extractions
-from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary, run_partition
+from ragrig.retrieval.ingest.partition import Mark, PartitionJob, PartitionSummary, chunk_partition, run_partition
 from ragrig.retrieval.ingest.shards import (
     EMBEDDED,
     PROBE,
@@ -73,39 +81,55 @@ class Partitioned:
 def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], staged: tuple[str, Path],
                    executor: Executor, *, embedder: Embedder, stats: IngestStats, cache: EmbeddingCache,
                    hook: Mark | None = None, progress: bool = False) -> Partitioned:
-    """Extract, chunk and embed ``sources`` on the cluster (``executor.map``: Dask futures, or Prefect tasks on
-    the Dask task runner) in partitions of ``flow.extract_batch``, each worker
-    writing shards into the staging folder of ``staged`` (with ``index.chroma.mode: http``, and its vectors
-    into the version's collection, which is created here first), then merge them here."""
+    """Extract and chunk ``sources`` in partitions of ``flow.extract_batch`` (``executor.map``), and merge them.
+    A distributed executor's partitions embed too, each worker writing shards into the staging folder of
+    ``staged`` (with ``index.chroma.mode: http``, and its vectors into the version's collection, which is
+    created here first); ``hook``: called in the workers (the fault tests)."""
     version, folder = staged
     collection = None
-    if cfg.index.chroma.mode == "http":
-        collection = collection_name(layout.key, version)
-        chroma.create_collection(chroma.chroma_client(cfg.index.chroma, layout.chroma_dir), collection, embedder.dim)
-    jobs = partition_jobs(sources, folder, size=cfg.flow.extract_batch, model_id=embedder.id, collection=collection)
-    # the home as resolved here: a worker would resolve $RAGRIG_HOME (or ./.ragrig) in its own environment
-    pinned = cfg.model_copy(update={"home": str(layout.home)})
+    if executor.distributed:
+        if cfg.index.chroma.mode == "http":
+            collection = collection_name(layout.key, version)
+            chroma.create_collection(chroma.chroma_client(cfg.index.chroma, layout.chroma_dir), collection,
+                                     embedder.dim)
+        jobs = partition_jobs(sources, folder, size=cfg.flow.extract_batch, model_id=embedder.id,
+                              collection=collection)
+        # the home as resolved here: a worker would resolve $RAGRIG_HOME (or ./.ragrig) in its own environment
+        pinned = cfg.model_copy(update={"home": str(layout.home)})
+        sizes = [len(job.sources) for job in jobs]
+        results = executor.map("partition", run_partition, [(pinned, job, hook) for job in jobs])
+    else:
+        params = chunking_params(cfg, embedder)  # the model loaded here, before any partition runs
+        size = cfg.flow.extract_batch
+        batches = [sources[i : i + size] for i in range(0, len(sources), size)]
+        sizes = [len(b) for b in batches]
+        results = executor.map("partition", chunk_partition,
+                               [(cfg, n, b, embedder, params) for n, b in enumerate(batches)])
+    prefix = "workers:" if executor.distributed else ""  # seconds summed over processes that ran side by side
     bar = None
-    if progress:
+    if progress and sources:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(sources), desc="extract+chunk+embed", unit="doc")
+        bar = tqdm(total=len(sources), desc="extract+chunk+embed" if executor.distributed else "extract+chunk",
+                   unit="doc")
     summaries = []
     try:
-        results = executor.map("partition", run_partition, [(pinned, job, hook) for job in jobs])
-        for job, summary in zip(jobs, results):
+        for n, summary in zip(sizes, results):
             summaries.append(summary)
             for stage, seconds in summary.seconds.items():
-                stats.add_seconds(f"workers:{stage}", seconds)
+                stats.add_seconds(f"{prefix}{stage}", seconds)
             if bar is not None:
-                bar.update(len(job.sources))
+                bar.update(n)
     except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
+        if not executor.distributed:
+            raise
         raise partition_failed(cfg, exc) from None
     finally:
         if bar is not None:
             bar.close()
     docs, chunks, embedded = merge_partitions(summaries, folder, stats, cache, embedder.id)
-    remember_extractions(cfg, docs)
+    if executor.distributed:
+        remember_extractions(cfg, docs)  # a chunk_partition stored its own, in this process
     return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None, len(embedded))
 
 
@@ -122,11 +146,13 @@ def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_i
 
 def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: IngestStats, cache: EmbeddingCache,
                      model_id: str) -> tuple[list[Document], list[Chunk], set[str]]:
-    """The extracted documents and their chunks, partition after partition (the plan's order, as a local
-    ingest has them), with failures and warnings recorded in ``stats``; what the workers embedded goes into
-    ``cache``, and the distinct texts (sha256) it holds are returned: a text two partitions embedded, or an
-    attempt killed before its retry, counts once, as a local ingest counts it. Each file is checked against the
-    sha256 its worker reported before it is read. Removes the shards afterwards: they are no part of a version."""
+    """The extracted documents and their chunks, partition after partition (the plan's order), with failures and
+    warnings recorded in ``stats`` (every extraction failure and warning, then every chunking one, as one pass
+    over the documents records them); a partition's tables come in memory or from its shard files. What the
+    workers embedded goes into ``cache``, and the distinct texts (sha256) it holds are returned: a text two
+    partitions embedded, or an attempt killed before its retry, counts once, as a local ingest counts it. Each
+    shard file is checked against the sha256 its worker reported before it is read. Removes the shards
+    afterwards: they are no part of a version."""
     shards = staged / SHARDS
     docs: list[Document] = []
     chunks: list[Chunk] = []
@@ -134,8 +160,11 @@ def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: Ing
     unchunked: list[FailedDoc] = []
     warnings: list[str] = []
     for s in sorted(summaries, key=lambda s: s.index):
-        check_files(shards, s.files, s.host)
-        part_docs, part_chunks = read_partition_tables(part_dir(shards, s.index))
+        if s.tables is not None:
+            part_docs, part_chunks = s.tables
+        else:
+            check_files(shards, s.files, s.host)
+            part_docs, part_chunks = read_partition_tables(part_dir(shards, s.index))
         if (len(part_docs), len(part_chunks)) != (s.docs, s.chunks):
             raise RagrigError(f"{part_dir(shards, s.index)}: holds {len(part_docs)} documents and {len(part_chunks)}"
                               f" chunks, its worker reported {s.docs} and {s.chunks}; nothing was published")
@@ -153,5 +182,6 @@ def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: Ing
     for f in unchunked:  # after every extraction failure and warning, as a local ingest records them
         stats.fail(f.doc_id, f.stage, f.reason)
     stats.warnings.extend(warnings)
-    shutil.rmtree(shards)
+    if shards.exists():  # a distributed ingest's
+        shutil.rmtree(shards)
     return docs, chunks, embedded
