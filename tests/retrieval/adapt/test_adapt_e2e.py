@@ -17,8 +17,11 @@ from ragrig.flows.cli import main
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
 TESTSET = ROOT / "datasets" / "testsets" / "sample.yaml"
+# the second encoder off: adapt trains and compares the torch encoder, and each ingest here would embed every chunk
+# with bge-small too (a third of the sample's ingest), for nothing this file checks
 TINY = ["--set", "embedding.adapt.max_pairs=16", "--set", "embedding.adapt.batch_size=8",
-        "--set", "embedding.adapt.max_tokens=32", "--set", "eval.ragas=false"]
+        "--set", "embedding.adapt.max_tokens=32", "--set", "eval.ragas=false",
+        "--set", "retrieval.fusion.weights.vector2=0"]
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -100,7 +103,8 @@ def test_the_pairs_hold_no_test_case_text(ragrig_home: Path) -> None:
     from ragrig.retrieval.adapt.run import prepare
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
-    cfg = load_config(overrides=["embedding.adapt.pairs=[header_body, cloze, keyword_section, parent_child]"])
+    cfg = load_config(overrides=["embedding.adapt.pairs=[header_body, cloze, keyword_section, parent_child]",
+                                 "retrieval.fusion.weights.vector2=0"])
     IngestPipeline(cfg, progress=False).run()
     prep = prepare(cfg)
     queries = {c["query"].casefold().strip() for c in yaml.safe_load(TESTSET.read_text())["cases"]}
