@@ -1,7 +1,8 @@
-"""A cold `ragrig query` loads only what one question needs: no Prefect, MLflow, numba, Chroma or FastAPI in the
-process, nor sentence-transformers and transformers (the ingest recorded the lean forward equal to them:
-``encoders/forward_check.py``; torch is the model's floor; a later ingest needs neither either), and the process
-ends as soon as its answer is out (no interpreter teardown) with the answer unchanged."""
+"""A cold `ragrig query` loads only what one question needs: no Prefect, MLflow, numba, Chroma, FastAPI, bm25s or
+scipy in the process (the BM25 index is read by ``index/bm25_read.py``), nor sentence-transformers and
+transformers (the ingest recorded the lean forward equal to them: ``encoders/forward_check.py``; torch is the
+model's floor; a later ingest needs neither either), and the process ends as soon as its answer is out (no
+interpreter teardown) with the answer unchanged."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from ragrig.flows.cli import main
 
 pytestmark = pytest.mark.slow
 DOCS = {"w.md": "# Weapons\n\n## Lethal x+\n\nSuccesses on x+ are critical.\n\n## Balanced\n\nRe-roll one attack die.\n"}
-HEAVY = ("prefect", "mlflow", "numba", "chromadb", "fastapi", "sentence_transformers", "transformers", "sklearn")
+HEAVY = ("prefect", "mlflow", "numba", "chromadb", "fastapi", "sentence_transformers", "transformers", "sklearn",
+         "bm25s", "scipy")
 PROBE = """
 import json, sys
 from ragrig.flows.cli import main
