@@ -34,7 +34,7 @@ run: install
 
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
 # each worker holds its own model, Prefect test server and temp dirs). One file's tests stay on one worker
-# (--dist loadfile: its module fixtures are built once). 1,074 s of pytest on a 2-core machine (2026-11-27);
+# (--dist loadfile: its module fixtures are built once). 896 s of pytest on a 2-core machine (2026-11-28);
 # TEST_WORKERS=0 runs in-process.
 # `make test-fast`: the unit tests only (not marked slow), ~40 s, for the edit-test loop.
 TEST_WORKERS ?= $(shell $(PY) -c "import os; print(min(4, os.cpu_count() or 1))" 2>/dev/null || echo 2)
