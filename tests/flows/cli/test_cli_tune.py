@@ -1,5 +1,5 @@
 """``ragrig tune`` end to end on the sample corpus (one ingest, a tiny space, MLflow on): the default here is
-BM25 alone, which hybrid retrieval beats on every fold, so the winner is written; the fold scores are on each
+BM25 alone (both vector sources off, the second encoder's too), which hybrid retrieval beats on every fold, so the winner is written; the fold scores are on each
 candidate's nested run; then the honesty check on the same index writes nothing. Bounded: < 75 s of CPU (the
 machine's other work stretches the wall clock; CPU time is what the test itself costs)."""
 
@@ -22,7 +22,8 @@ def test_tune_writes_a_significant_winner_and_logs_fold_scores(tmp_path, capsys)
     space = tmp_path / "space.yaml"
     space.write_text(f"""name: tiny
 set: ["corpus.path={ROOT / 'datasets' / 'sample'}", "eval.ragas=false", "retrieval.max_hops=0",
-      "retrieval.fusion.weights.vector=0", "eval.testsets=[{ROOT / 'datasets' / 'testsets' / 'sample.yaml'}]"]
+      "retrieval.fusion.weights.vector=0", "retrieval.fusion.weights.vector2=0",
+      "eval.testsets=[{ROOT / 'datasets' / 'testsets' / 'sample.yaml'}]"]
 configs:
   - {{retrieval.fusion.weights.vector: 1.0}}
   - {{retrieval.fusion.weights.vector: 1.0, retrieval.fusion.method: rrf}}
