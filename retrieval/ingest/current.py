@@ -1,9 +1,10 @@
 """Whether an ingest may keep the published version: its files checked against the manifest (``index/verify.py``),
-its vectors' values, and whether it can serve this config as it should (``outdated``). Pure functions of the
-config and the layout; ``IngestPipeline.verify_current`` records what they say and decides."""
+its vectors' values, and whether it can serve this config as it should (``outdated``); ``verify_published``
+records what they say in the run's stats (``IngestPipeline.verify_current`` is the stage)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from ragrig.configs.models import RagrigConfig
@@ -13,6 +14,41 @@ from ragrig.retrieval.index.format import read_manifest
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.vectors import search_kind, vectors_problem
 from ragrig.retrieval.index.verify import verify_version
+from ragrig.retrieval.ingest.stats import IngestStats
+
+log = logging.getLogger("ragrig.retrieval.ingest.pipeline")  # the run's warnings, as before this function moved
+
+
+def verify_published(cfg: RagrigConfig, layout: Layout, stats: IngestStats,
+                     restore_store: Callable[[], bool]) -> str | None:
+    """The published version an ingest may diff against and keep, checked against its manifest (file hashes,
+    counts, the Chroma collection, its stored vectors' values as ``health`` checks them): None when there is
+    none, or when it is damaged (a CURRENT naming a missing version, a garbage manifest, a truncated table, a
+    deleted store, NaN or zero vector rows an earlier build published) or outdated, in which case the run
+    rebuilds it from the corpus (the caches make that cheap) and ``stats`` says so."""
+    current = layout.current_version()
+    if current is None:
+        if layout.current_file.exists():
+            _repairing(stats, layout.key, "CURRENT", f"{layout.current_file} does not name a version")
+        return None
+    problem = damage(cfg, layout, current, restore_store)
+    if problem:
+        _repairing(stats, layout.key, current, problem)
+        return None
+    why = outdated(cfg, layout, current)
+    if why:
+        stats.warnings.append(f"published version {current} {why}: writing a new version "
+                              "(unchanged chunks come from the embedding cache)")
+        log.warning("index %s: %s %s; writing a new version", layout.key, current, why)
+        return None
+    return current
+
+
+def _repairing(stats: IngestStats, key: str, version: str, problem: str) -> None:
+    stats.repaired = version
+    stats.warnings.append(f"published version {version} is damaged ({problem}): rebuilding it from the corpus "
+                          "(unchanged documents come from the caches)")
+    log.warning("index %s: %s is damaged (%s); rebuilding", key, version, problem)
 
 
 def damage(cfg: RagrigConfig, layout: Layout, version: str, restore_store: Callable[[], bool]) -> str | None:

@@ -1,25 +1,20 @@
-"""Incremental, versioned ingestion: one sequence of stages under any executor, each a method Prefect can wrap
-as a task.
+"""Incremental, versioned ingestion: one sequence of stages under any executor (``retrieval/executor.py``: it
+decides only where the partitions run, here, on Prefect's threads or on Dask workers; the version is the same).
 
-sweep leftovers -> verify the published version (``index/verify.py``: a damaged one is rebuilt, not kept)
--> discover -> plan (``plan.py``: diff against the published version by content sha256) -> stage the next
-version -> partitions of the new/changed documents (``partitions.py``: extracted through the extraction cache
-and chunked, ``chunking.py``; on Dask workers also embedded into shards) -> embed (embedding cache:
-``embed.py``; after Dask workers, cache hits) -> the fused views into the same cache (``views.py``) -> build
-the new version (``build.py``) -> publish (atomic CURRENT switch) and prune old versions (``index/publish.py``).
-Nothing changed and no ``--force``: no new version is built (a view fused since is embedded). A crash before
-the switch leaves the published version untouched; the next ingest sweeps leftovers.
-
-The executor (``retrieval/executor.py``) decides only where the partitions run: in this process, on Prefect's
-threads, or on Dask workers (``executor.distributed``); the version is the same.
+sweep leftovers -> verify the published version (``current.py``: a damaged one is rebuilt, not kept) -> discover
+-> plan (``plan.py``: diff against the published version by content sha256) -> stage the next version ->
+partitions of the new/changed documents (``partitions.py``: extracted through the extraction cache and chunked;
+on Dask also embedded, into shards) -> embed (``embed.py``, the embedding cache) -> the fused views into the same
+cache (``views.py``) -> build (``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``).
+Nothing changed and no ``--force``: no new version (a view fused since is embedded). A crash before the switch
+leaves the published version untouched; the next ingest sweeps leftovers.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -36,14 +31,15 @@ from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.build import build_version, discard, staged_version
-from ragrig.retrieval.ingest.current import damage, outdated
+from ragrig.retrieval.ingest.clock import StageClock
+from ragrig.retrieval.ingest.current import verify_published
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
 from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import extractor_key
 from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.partitions import run_partitions
-from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_corpus_file
-from ragrig.retrieval.ingest.restore import restore_store, store_damage
+from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_beir
+from ragrig.retrieval.ingest.restore import restore_if_damaged
 from ragrig.retrieval.ingest.stats import IngestStats
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
@@ -53,53 +49,22 @@ log = logging.getLogger(__name__)
 
 
 class IngestPipeline:
-    def __init__(
-        self,
-        cfg: RagrigConfig,
-        *,
-        force: bool = False,
-        progress: bool = False,
-        hook: Callable[[str], None] | None = None,
-        worker_hook: Mark | None = None,
-    ) -> None:
+    def __init__(self, cfg: RagrigConfig, *, force: bool = False, progress: bool = False,
+                 hook: Callable[[str], None] | None = None, worker_hook: Mark | None = None) -> None:
         self.cfg = cfg
         self.force = force
         self.progress = progress
         self.layout = Layout(cfg)
         self.stats = IngestStats(index_key=self.layout.key, index_dir=str(self.layout.index_dir))
         self.embedder = Embedder(cfg.embedding, memo_file=self.layout.cache_dir / "model-digests.json")
-        self._hook = hook  # called at stage boundaries (crash tests kill the process there)
+        self.clock = StageClock(self.stats, hook)  # the stages' seconds and boundaries (crash tests kill there)
+        self.timed = self.clock.timed
         self._worker_hook = worker_hook  # called in Dask workers at points of a partition (fault tests)
         self._worker_embedded = 0  # texts the workers embedded (a distributed ingest)
         self._embed_cache: EmbeddingCache | None = None
         self._corpus_file: dict[str, Any] | None = None  # BEIR: the corpus file's hash and extractor
         self._kept: str | None = None  # the published version verified whole (None: none, --force, or damaged)
-        self._part_t0 = 0.0  # when the index build's last part ended
 
-    def _mark(self, point: str) -> None:
-        """A point of the run: the index build's parts ("index:tables", "index:bm25" with the keyword library,
-        "index:vectors" with the graph, "index:chroma") are timed from one to the next; then the hook."""
-        if point == "before:index" or point.startswith("index:"):
-            now = time.perf_counter()
-            if point.startswith("index:"):
-                self.stats.add_seconds(point, now - self._part_t0)
-            self._part_t0 = now
-        if self._hook:
-            self._hook(point)
-
-    @contextmanager
-    def timed(self, stage: str) -> Iterator[None]:
-        self._mark(f"before:{stage}")
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stats.add_seconds(stage, time.perf_counter() - t0)
-        log.info("ingest stage %s: %.3f s", stage, self.stats.seconds[stage],
-                 extra={"ragrig": self.stats.stage_event(stage)})
-        self._mark(f"after:{stage}")
-
-    # ---- stages -------------------------------------------------------------
     def sweep_leftovers(self) -> list[str]:
         try:
             return publish.sweep_leftovers(self.layout, self.cfg.index.chroma)
@@ -109,59 +74,30 @@ class IngestPipeline:
         return publish.sweep_leftovers(self.layout, self.cfg.index.chroma)
 
     def restore_damaged_store(self) -> bool:
-        """After an error from the embedded Chroma store: when its SQLite file is damaged, move it aside and
-        rebuild every published version's collection from the version's chunks and the embedding cache
-        (``ingest/restore.py``), with a warning saying so. False when the store is not damaged (the error is
-        something else)."""
-        if self.cfg.index.chroma.mode != "embedded":
-            return False
-        damage = store_damage(self.layout.chroma_dir)
-        if damage is None:
-            return False
+        """After an error from the embedded Chroma store: rebuilt when its file is damaged
+        (``restore.restore_if_damaged``), with a warning saying so; False when it is not."""
+        return restore_if_damaged(self.cfg, self.layout, self.embedder, self.embed_cache, self.stats)
+
+    def embed_cache(self) -> EmbeddingCache:
+        """The embedding cache, opened on first use (closed with the run)."""
         if self._embed_cache is None:
             self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
-        done = restore_store(self.cfg, self.layout, self.embedder, self._embed_cache)
-        note = done.summary(self.layout.chroma_dir, damage)
-        self.stats.warnings.append(note)
-        log.warning("index %s: %s", self.layout.key, note)
-        return True
+        return self._embed_cache
 
     def verify_current(self) -> str | None:
-        """The published version this run may diff against and keep, checked against its manifest (file hashes,
-        counts, the Chroma collection, its stored vectors' values as ``health`` checks them): None when there is
-        none, under ``--force``, or when it is damaged (a CURRENT naming a missing version, a garbage manifest,
-        a truncated table, a deleted store, NaN or zero vector rows an earlier build published), in which
-        case this run rebuilds it from the corpus (the caches make that cheap) and says so."""
+        """The published version this run may diff against and keep (``current.verify_published``; none under
+        ``--force``)."""
         with self.timed("verify"):
-            current = self.layout.current_version()
-            if current is None:
-                if self.layout.current_file.exists():
-                    self._repair("CURRENT", f"{self.layout.current_file} does not name a version")
-                return None
-            problem = damage(self.cfg, self.layout, current, self.restore_damaged_store)
-            if problem:
-                self._repair(current, problem)
-                return None
-            why = outdated(self.cfg, self.layout, current)
-            if why:
-                self.stats.warnings.append(f"published version {current} {why}: writing a new version "
-                                           "(unchanged chunks come from the embedding cache)")
-                log.warning("index %s: %s %s; writing a new version", self.layout.key, current, why)
-                return None
+            current = verify_published(self.cfg, self.layout, self.stats, self.restore_damaged_store)
             self._kept = None if self.force else current
             return self._kept
-
-    def _repair(self, version: str, problem: str) -> None:
-        self.stats.repaired = version
-        self.stats.warnings.append(f"published version {version} is damaged ({problem}): rebuilding it from the "
-                                   "corpus (unchanged documents come from the caches)")
-        log.warning("index %s: %s is damaged (%s); rebuilding", self.layout.key, version, problem)
 
     def discover(self) -> Discovery:
         with self.timed("discover"):
             kind = corpus_kind(self.cfg.corpus)  # clear error for a missing corpus before anything else
-            if kind == "beir":
-                same = self._unchanged_beir_file()
+            if kind == "beir":  # the file's record goes into the manifest of the version this run builds
+                self._corpus_file = corpus_file_record(self.cfg)
+                same = unchanged_beir(self._corpus_file, self._previous(self._kept), self.stats)
                 if same is not None:
                     return same
             found = discover(self.cfg.corpus)
@@ -171,26 +107,6 @@ class IngestPipeline:
                 self.stats.warnings.append(f"{rel}: {why}")
             self.stats.docs_seen = len(found.docs) + len(found.failed)
         return found
-
-    def _unchanged_beir_file(self) -> Discovery | None:
-        """A BEIR corpus file identical to the one the current version was built from: nothing to parse.
-        Else None, and the file's record is kept for the manifest of the version this run builds."""
-        self._corpus_file = corpus_file_record(self.cfg)
-        previous = self._kept
-        kept = self._previous(previous)
-        if kept is None:
-            return None
-        manifest = kept.manifest
-        failed = unchanged_corpus_file(self._corpus_file, manifest)
-        if failed is None:
-            return None
-        for f in failed:
-            self.stats.fail(f["doc_id"], f["stage"], f["reason"])
-        docs = int(manifest["counts"]["documents"])
-        self.stats.docs_seen = docs + len(failed)
-        self.stats.docs_unchanged = docs
-        self.stats.previous_version = previous
-        return Discovery(unchanged_since=previous)
 
     def _previous(self, version: str | None) -> IndexVersion | None:
         """The published version to diff against: none with ``--force``, nor when its vectors came from another
@@ -229,19 +145,15 @@ class IngestPipeline:
         on Dask workers embedded too): the extracted documents, their chunks, and the chunk ids the workers
         wrote to the version's collection (None: the build writes the collection)."""
         with self.timed("partitions"):
-            if self._embed_cache is None:
-                self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
             done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
-                                  stats=self.stats, cache=self._embed_cache, hook=self._worker_hook,
+                                  stats=self.stats, cache=self.embed_cache(), hook=self._worker_hook,
                                   progress=self.progress)
             self._worker_embedded = done.embedded
             return done.docs, done.chunks, done.in_collection
 
     def embed(self, chunks: list[Chunk]) -> np.ndarray:
         with self.timed("embed"):
-            if self._embed_cache is None:
-                self._embed_cache = EmbeddingCache(self.layout.embedding_cache)
-            vecs, new = embed_with_cache(self.embedder, self._embed_cache, [c.search_text for c in chunks],
+            vecs, new = embed_with_cache(self.embedder, self.embed_cache(), [c.search_text for c in chunks],
                                          [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
                                          progress=self.progress, warn=self.stats.warnings.append)
             # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
@@ -273,8 +185,8 @@ class IngestPipeline:
                 corpus_file = {**self._corpus_file, "failed": list(self.stats.failures)}
             dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
             return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id, dim=dim,
-                                 corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file, mark=self._mark,
-                                 staged=staged, in_collection=in_collection)
+                                 corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
+                                 mark=self.clock.mark, staged=staged, in_collection=in_collection)
 
     def publish(self, version: str) -> None:
         with self.timed("publish"):
@@ -292,7 +204,6 @@ class IngestPipeline:
         if self._embed_cache is not None:
             self._embed_cache.close()
 
-    # ---- the whole sequence (one place for it) ------------------------------
     def _keep_previous(self, version: str | None) -> IngestStats:
         """Nothing to publish: the run ends on the version already published."""
         assert version is not None

@@ -17,8 +17,9 @@ from typing import Any
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document, SourceDoc
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.discover import beir_file, file_sha256
+from ragrig.retrieval.ingest.discover import Discovery, beir_file, file_sha256
 from ragrig.retrieval.ingest.extract import BEIR_EXTRACTOR
+from ragrig.retrieval.ingest.stats import IngestStats
 
 
 @dataclass
@@ -113,3 +114,19 @@ def unchanged_corpus_file(record: dict[str, Any], manifest: dict[str, Any]) -> l
     if any(f.get("stage") != "discover" for f in failed):
         return None
     return list(failed)
+
+
+def unchanged_beir(record: dict[str, Any], kept: IndexVersion | None, stats: IngestStats) -> Discovery | None:
+    """A BEIR corpus file identical to the one the kept version was built from (``record``:
+    ``corpus_file_record``): nothing to parse; its recorded failures and counts go into ``stats``. Else None."""
+    if kept is None:
+        return None
+    manifest = kept.manifest
+    failed = unchanged_corpus_file(record, manifest)
+    if failed is None:
+        return None
+    for f in failed:
+        stats.fail(f["doc_id"], f["stage"], f["reason"])
+    docs = int(manifest["counts"]["documents"])
+    stats.docs_seen, stats.docs_unchanged, stats.previous_version = docs + len(failed), docs, kept.version
+    return Discovery(unchanged_since=kept.version)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.vectors import read_vectors
 from ragrig.retrieval.index.verify import verify_version
 from ragrig.retrieval.ingest.embed import embed_with_cache
+from ragrig.retrieval.ingest.stats import IngestStats
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +110,19 @@ def restore_store(cfg: RagrigConfig, layout: Layout, embedder: Embedder, cache: 
             add_chunks(col, chunks, vectors)
         out.rebuilt.append(version)
     return out
+
+
+def restore_if_damaged(cfg: RagrigConfig, layout: Layout, embedder: Embedder, cache: Callable[[], EmbeddingCache],
+                       stats: IngestStats) -> bool:
+    """After an error from the embedded Chroma store: when its SQLite file is damaged, move it aside and rebuild
+    every published version's collection (``restore_store``; ``cache()`` opens the embedding cache), with a
+    warning in ``stats`` saying so. False when the store is not damaged (the error is something else)."""
+    if cfg.index.chroma.mode != "embedded":
+        return False
+    damage = store_damage(layout.chroma_dir)
+    if damage is None:
+        return False
+    note = restore_store(cfg, layout, embedder, cache()).summary(layout.chroma_dir, damage)
+    stats.warnings.append(note)
+    logging.getLogger("ragrig.retrieval.ingest.pipeline").warning("index %s: %s", layout.key, note)
+    return True
