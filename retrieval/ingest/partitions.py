@@ -100,11 +100,10 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
         results = executor.map("partition", run_partition, [(pinned, job, hook) for job in jobs])
     else:
         params = chunking_params(cfg, embedder)  # the model loaded here, before any partition runs
-        size = cfg.flow.extract_batch
-        batches = [sources[i : i + size] for i in range(0, len(sources), size)]
-        sizes = [len(b) for b in batches]
+        parts = batches(sources, cfg.flow.extract_batch)
+        sizes = [len(b) for b in parts]
         results = executor.map("partition", chunk_partition,
-                               [(cfg, n, b, embedder, params) for n, b in enumerate(batches)])
+                               [(cfg, n, b, embedder, params) for n, b in enumerate(parts)])
     prefix = "workers:" if executor.distributed else ""  # seconds summed over processes that ran side by side
     bar = None
     if progress and sources:
@@ -133,15 +132,20 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
     return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None, len(embedded))
 
 
+def batches(sources: list[SourceDoc], size: int) -> list[list[SourceDoc]]:
+    """``sources`` in partitions of ``size``, in plan order (the last one shorter)."""
+    return [sources[i : i + size] for i in range(0, len(sources), size)]
+
+
 def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_id: str,
                    collection: str | None) -> list[PartitionJob]:
     """The documents to extract in partitions of ``size``, in plan order; writes the probe first."""
     shards = staged / SHARDS
     token = secrets.token_hex(16)
     write_atomic(shards / PROBE, token.encode(), durable=False)
-    return [PartitionJob(index=n, sources=sources[i : i + size], shards=str(shards), token=token,
-                         model_id=model_id, collection=collection)
-            for n, i in enumerate(range(0, len(sources), size))]
+    return [PartitionJob(index=n, sources=part, shards=str(shards), token=token, model_id=model_id,
+                         collection=collection)
+            for n, part in enumerate(batches(sources, size))]
 
 
 def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: IngestStats, cache: EmbeddingCache,
