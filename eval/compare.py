@@ -56,6 +56,7 @@ class Comparison:
     hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # hop -> {baseline, candidate}
     hop_changes: list[dict[str, Any]] = field(default_factory=list)
     search: dict[str, str] = field(default_factory=dict)  # run -> the vector search that answered it
+    machines: dict[str, str] = field(default_factory=dict)  # run -> the CPU it ran on ("unknown": not recorded)
     search_note: str = ""  # what that means for the differences (``search_note``)
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,11 +72,26 @@ def vector_search_of(run: dict[str, Any]) -> str:
     return str((run.get("index") or {}).get("vector_search") or "unknown")
 
 
-def search_note(base: str, cand: str) -> str:
+def machine_of(run: dict[str, Any]) -> str:
+    """The CPU a run's numbers came from (``retrieval/machine.py``; ``unknown``: written before reports
+    recorded it)."""
+    return str((run.get("index") or {}).get("machine") or "unknown")
+
+
+def search_note(base: str, cand: str, machines: tuple[str, str] = ("unknown", "unknown")) -> str:
     """One line for every comparison: which vector search answered each run, and whether a difference between
-    them can be approximate-search noise."""
+    them can be approximate-search noise, or, with exact search, another CPU's rounding."""
     both = base if base == cand else f"{base} (baseline) and {cand} (candidate)"
     if base == cand == "exact":
+        a, b = machines
+        if "unknown" in machines:
+            return ("vector search: exact in both runs (deterministic on one kind of CPU; a run written before "
+                    "reports recorded the CPU may come from another, whose kernels round differently: "
+                    "docs/determinism.md)")
+        if a != b:
+            return (f"vector search: exact in both runs, but on different CPUs ({a} (baseline), {b} (candidate)): "
+                    "their kernels round differently, so every vector's last bits differ and a small difference "
+                    "may be the machine's, not the change's (docs/determinism.md)")
         return "vector search: exact in both runs (deterministic: every difference comes from the change itself)"
     if "chroma" in (base, cand):
         return f"vector search: {both}. {NOISE}"
@@ -138,8 +154,10 @@ def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...]
     gains = {h: {"baseline": gains_a.get(h, 0.0), "candidate": gains_b.get(h, 0.0)}
              for h in sorted(set(gains_a) | set(gains_b), key=int)}
     kinds = {"baseline": vector_search_of(base), "candidate": vector_search_of(cand)}
+    machines = {"baseline": machine_of(base), "candidate": machine_of(cand)}
     return Comparison(base_name, cand_name, str(base.get("testset", "")), len(ids), k, out, flips, warnings,
-                      gains, hop_changes(a_rows, b_rows, ids), kinds, search_note(*kinds.values()))
+                      gains, hop_changes(a_rows, b_rows, ids), kinds, machines,
+                      search_note(*kinds.values(), (machines["baseline"], machines["candidate"])))
 
 
 # ---- loading runs ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ragrig.eval.tracking.runs import RunOptions, log_failure, log_report
 from ragrig.retrieval.documents import Document
 from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.frozen_heap import frozen_heap
+from ragrig.retrieval.machine import this_machine
 from ragrig.retrieval.results import RetrievalResult
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.retriever import Retriever
@@ -177,6 +178,7 @@ def _evaluate(
         index_version=retriever.version.version,
         model_id=retriever.version.model_id,
         vector_search=retriever.vector_search,
+        machine=this_machine(),
         k_values=ks,
         overall=overall,
         per_tag=per_tag,

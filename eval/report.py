@@ -43,6 +43,7 @@ class EvalReport:
     hop_gains: dict[str, dict[str, float]] = field(default_factory=dict)  # scope (overall, tag) -> hop -> gain
     testset_check: dict[str, Any] | None = None  # eval.lifecycle.check.CheckReport.to_dict(), when one ran
     vector_search: str = "exact"  # what answered vector queries (retrieval/search/vector_search.py)
+    machine: str = ""  # the CPU the numbers came from (retrieval/machine.py); "" when not known
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -51,7 +52,7 @@ class EvalReport:
             "testset_path": self.testset_path,
             "testset_sha256": self.testset_sha256,
             "index": {"key": self.index_key, "version": self.index_version, "model_id": self.model_id,
-                      "vector_search": self.vector_search},
+                      "vector_search": self.vector_search, "machine": self.machine},
             "k_values": self.k_values,
             "overall": self.overall,
             "per_tag": self.per_tag,

@@ -22,6 +22,35 @@ def test_search_note(base, cand, says):
     assert says in search_note(base, cand)
 
 
+X86_AVX2, X86_VNNI = "x86_64 avx2+fma", "x86_64 avx2+fma+avx512f+avx512_vnni"
+
+
+@pytest.mark.parametrize(("machines", "says", "never"), [
+    ((X86_AVX2, X86_AVX2), "exact in both runs (deterministic: every difference comes from the change itself)", "CPU"),
+    ((X86_AVX2, X86_VNNI), f"on different CPUs ({X86_AVX2} (baseline), {X86_VNNI} (candidate))", "from the change itself"),
+    (("unknown", X86_VNNI), "deterministic on one kind of CPU; a run written before reports recorded the CPU", "itself"),
+])
+def test_with_exact_search_a_difference_across_cpus_is_not_called_the_changes(machines, says, never):
+    note = search_note("exact", "exact", machines)
+    assert says in note and never not in note
+
+
+def test_a_report_records_its_cpu_and_the_comparison_names_both(make_report):
+    from ragrig.eval.compare import machine_of
+    from ragrig.retrieval.machine import kind, this_machine
+
+    assert kind("processor : 0\nflags : fpu sse avx2 fma avx512f avx512_vnni\n", "x86_64") == X86_VNNI
+    assert kind("Features : fp asimd sha2\n", "aarch64") == "aarch64"  # no flag it tracks: the architecture
+    assert kind("", "x86_64") == "x86_64"
+    assert this_machine().split()[0] and make_report(machine=this_machine()).to_dict()["index"]["machine"] == this_machine()
+    base, cand = make_report(machine=X86_AVX2).to_dict(), make_report(machine=X86_VNNI).to_dict()
+    c = compare(base, cand)
+    assert c.machines == {"baseline": X86_AVX2, "candidate": X86_VNNI} and "different CPUs" in c.search_note
+    assert "different CPUs" in to_markdown([judge(base, cand, Policy(permutations=100))])
+    del base["index"]["machine"]
+    assert machine_of(base) == "unknown"
+
+
 def test_a_report_written_before_the_search_was_recorded_is_unknown(make_report):
     rep = make_report().to_dict()
     assert vector_search_of(rep) == "exact"  # recorded by today's reports
