@@ -132,7 +132,8 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
     })
     run_tags = {k: scrub(str(v), secrets) for k, v in {
         "ragrig.testset": report.testset, "ragrig.index": f"{report.index_key}@{report.index_version}",
-        "ragrig.index.key": report.index_key, "ragrig.index.version": report.index_version, **(o.tags or {})
+        "ragrig.index.key": report.index_key, "ragrig.index.version": report.index_version,
+        **({"ragrig.machine": report.machine} if report.machine else {}), **(o.tags or {})
     }.items()}
     if parent_run_id is not None:
         run_tags["mlflow.parentRunId"] = parent_run_id

@@ -104,10 +104,12 @@ def test_the_test_set_is_a_dataset_input_and_the_run_is_named_and_tagged_by_what
     ts.write_text("name: tiny\n")
     r = report()
     r.testset_path, r.testset_sha256, r.label = str(ts), "0123456789abcdef" + "f" * 48, ""
+    r.machine = "x86_64 avx2+fma"
     run_id = log_report(cfg, r, RunOptions(plots=False))  # first: it points MLflow at the config's store
     run = MlflowClient().get_run(run_id)
     assert run.info.run_name == "tiny on k@v000001"
     assert run.data.tags["ragrig.index.key"] == "k" and run.data.tags["ragrig.index.version"] == "v000001"
+    assert run.data.tags["ragrig.machine"] == "x86_64 avx2+fma"  # the CPU the numbers came from
     [inp] = run.inputs.dataset_inputs
     assert (inp.dataset.name, inp.dataset.digest) == ("tiny", "0123456789abcdef")
     assert {t.key: t.value for t in inp.tags} == {"mlflow.data.context": "eval"}
