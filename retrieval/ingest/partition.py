@@ -119,17 +119,15 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
     if embedder.id != job.model_id:
         raise RagrigError(f"the Dask worker on {socket.gethostname()} has embedding model {embedder.id}, the "
                           f"ingest {job.model_id}: install the same model on every worker")
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    docs, failed = extract_sources(cfg, job.sources, store=False)  # the driver writes the cache
-    t1 = time.perf_counter()
-    warnings: list[str] = []
     params = chunking_params(cfg, embedder)
-    chunks, unchunked = chunk_documents(docs, params, embedder, warnings.append)
+    part = extract_and_chunk(cfg, job.sources, embedder, params, store=False)  # the driver writes the cache
+    docs, chunks = part.docs, part.chunks
+    t1 = time.perf_counter()
     out = make_part_dir(shards, job.index)
     write_partition_tables(out, docs, chunks)
     t2 = time.perf_counter()
-    seconds.update(extract=t1 - t0, chunk=t2 - t1)
+    seconds = {**part.seconds, "chunk": part.seconds["chunk"] + t2 - t1}  # the shard tables count as chunking
+    warnings = part.warnings
     mark("partition:chunked")
     vecs, new = embed_with_cache(embedder, ShardCache(out, _main_cache(cfg)), [c.search_text for c in chunks],
                                  [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
@@ -143,31 +141,51 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
         seconds["chroma"] = time.perf_counter() - t3
     return PartitionSummary(
         index=job.index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=new,
-        cached=len({c.sha256 for c in chunks}) - new,
-        over_window=sum(1 for c in chunks if c.tokens > params.max_tokens),
-        failed=[*failed, *unchunked], warnings=warnings, files=file_sums(shards, out),
-        seconds={k: round(v, 3) for k, v in seconds.items()},
+        cached=len({c.sha256 for c in chunks}) - new, over_window=part.over_window, failed=part.failed,
+        warnings=warnings, files=file_sums(shards, out), seconds={k: round(v, 3) for k, v in seconds.items()},
     )
 
 
 _CHUNKING = threading.Lock()
 
 
+@dataclass
+class Extracted:
+    """A partition's sources extracted and chunked: what both kinds of partition start from."""
+
+    docs: list[Document]
+    chunks: list[Chunk]
+    failed: list[FailedDoc]  # extraction's failures, then chunking's
+    warnings: list[str]
+    over_window: int  # chunks longer than the encoder's window (cut when embedded)
+    seconds: dict[str, float]  # extract, chunk
+
+
+def extract_and_chunk(cfg: RagrigConfig, sources: list[SourceDoc], embedder: Embedder, params: ChunkingParams,
+                      *, store: bool) -> Extracted:
+    """Extract ``sources`` (into the extraction cache when ``store``: only the driver writes it) and chunk them
+    with ``embedder``'s token counter, one thread at a time (a tokenizer is not safe to share between threads:
+    Prefect's, or a Dask worker's)."""
+    t0 = time.perf_counter()
+    docs, failed = extract_sources(cfg, sources, store=store)
+    t1 = time.perf_counter()
+    warnings: list[str] = []
+    with _CHUNKING:
+        chunks, unchunked = chunk_documents(docs, params, embedder, warnings.append)
+    t2 = time.perf_counter()
+    return Extracted(docs, chunks, [*failed, *unchunked], warnings,
+                     sum(1 for c in chunks if c.tokens > params.max_tokens), {"extract": t1 - t0, "chunk": t2 - t1})
+
+
 def chunk_partition(cfg: RagrigConfig, index: int, sources: list[SourceDoc], embedder: Embedder,
                     params: ChunkingParams) -> PartitionSummary:
     """Extract and chunk ``sources`` in this process; the summary carries the documents and chunks (``tables``).
     ``embedder`` and ``params``: the driver's (its token counter, loaded before the partitions run)."""
-    t0 = time.perf_counter()
-    docs, failed = extract_sources(cfg, sources)
-    t1 = time.perf_counter()
-    warnings: list[str] = []
-    with _CHUNKING:  # partitions on Prefect's threads: a tokenizer is not safe to share between threads
-        chunks, unchunked = chunk_documents(docs, params, embedder, warnings.append)
-    t2 = time.perf_counter()
+    part = extract_and_chunk(cfg, sources, embedder, params, store=True)
     return PartitionSummary(
-        index=index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=0, cached=0,
-        over_window=sum(1 for c in chunks if c.tokens > params.max_tokens), failed=[*failed, *unchunked],
-        warnings=warnings, seconds={"extract": round(t1 - t0, 3), "chunk": round(t2 - t1, 3)}, tables=(docs, chunks),
+        index=index, host=socket.gethostname(), docs=len(part.docs), chunks=len(part.chunks), embedded=0, cached=0,
+        over_window=part.over_window, failed=part.failed, warnings=part.warnings,
+        seconds={k: round(v, 3) for k, v in part.seconds.items()}, tables=(part.docs, part.chunks),
     )
 
 

@@ -117,9 +117,9 @@ def test_editing_one_file_re_extracts_and_embeds_only_what_changed(corpus, make_
 
     real = partition_mod.extract_sources
 
-    def spy(cfg, batch):
+    def spy(cfg, batch, **kw):
         extracted.extend(src.doc_id for src in batch)
-        return real(cfg, batch)
+        return real(cfg, batch, **kw)
 
     monkeypatch.setattr(partition_mod, "extract_sources", spy)
     s = ingest(cfg)
