@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig, RetrievalConfig
 from ragrig.retrieval.atomic import write_atomic
+from ragrig.retrieval.cache import matrices
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
@@ -50,17 +51,26 @@ def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path) -> 
 
 
 def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *, progress: bool = False,
-                desc: str = "embed", warn: Callable[[str], None] | None = None) -> tuple[np.ndarray, int]:
-    """The units' vectors (through the embedding cache at ``cache_path``, when given) and how many were new;
-    ``warn`` gets the line about cached vectors that failed verification (re-embedded)."""
+                desc: str = "embed", warn: Callable[[str], None] | None = None,
+                reuse_matrix: bool = True) -> tuple[np.ndarray, int]:
+    """The units' vectors (through the embedding cache at ``cache_path``, when given, and the whole matrix kept
+    beside it: ``cache/matrices.py``) and how many were new; ``warn`` gets the line about cached vectors that
+    failed verification (re-embedded). ``reuse_matrix=False`` (ingest's views stage) reads every vector through
+    the embedding cache's checks and only writes the matrix."""
     if cache_path is None:
         return embedder.encode_sorted(list(texts), prefix=embedder.cfg.document_prefix), len(texts)
+    shas = [sha256_text(t) for t in texts]
+    folder, name = cache_path.parent / "matrices", matrices.key(embedder.id, embedder.cfg.document_prefix, shas)
+    found = matrices.load(folder, name, len(texts)) if reuse_matrix else None
+    if found is not None:
+        return found, 0
     cache = EmbeddingCache(cache_path)
     try:
-        return embed_with_cache(embedder, cache, texts, [sha256_text(t) for t in texts], progress=progress,
-                                desc=desc, warn=warn)
+        vecs, new = embed_with_cache(embedder, cache, texts, shas, progress=progress, desc=desc, warn=warn)
     finally:
         cache.close()
+    matrices.save(folder, name, vecs)
+    return vecs, new
 
 
 def weighted_views(r: RetrievalConfig) -> list[str]:
@@ -82,7 +92,8 @@ def embed_views(chunks: Sequence[Chunk], encoders: dict[str, Embedder], cache_pa
     out: dict[str, int] = {}
     for name, enc in encoders.items():
         texts = section_groups(chunks)[0] if name == "section" else [c.search_text for c in chunks]
-        out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn)[1]
+        out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn,
+                                reuse_matrix=False)[1]  # every vector through the cache's checks, every ingest
     return out
 
 
