@@ -108,22 +108,9 @@ class AdaptConfig(Strict):
         "texts are cut to this many tokens while training (a cost: the saved model keeps the base's window, so "
         "the index is chunked as before)"))
     seed: int = Field(0, ge=0)
-    loss: Literal["mnrl", "cached_mnrl", "margin_mse"] = Field("mnrl", description=(
-        "mnrl: in-batch negatives ranking loss; cached_mnrl: the same loss in mini-batches (GradCache): big batches "
-        "in little memory; margin_mse: the teacher cross-encoder's score margins (the positive's minus each mined "
-        "negative's) learnt as scale x cosine margins (GPL's pseudo-labels; needs hard_negatives >= 1)"))
-    teacher: str = Field("ms-marco-MiniLM-L-12-v2", min_length=1, description=(
-        "margin_mse: the cross-encoder that scores every (anchor, positive) and (anchor, negative) pair: the "
-        "packaged int8 ONNX ms-marco-MiniLM-L-12-v2, a local ONNX folder or a sentence-transformers CrossEncoder"))
-    denoise: bool = Field(False, description=(
-        "the teacher vets the mined negatives: of 4 BM25 candidates per negative wanted, the best-ranked ones it "
-        "scores below the positive are kept (a candidate that answers the anchor as well is a false negative); "
-        "needs hard_negatives >= 1"))
-    consistency: bool = Field(False, description=(
-        "the teacher filters the pairs: a pair is kept only when it scores the positive above the best BM25 "
-        "candidate from another section (round-trip consistency filtering of pseudo-queries)"))
-    teacher_max_tokens: int = Field(256, ge=16, le=8192, description=(
-        "margin_mse: tokens a pair is cut to for the teacher (its cost grows with them)"))
+    loss: Literal["mnrl", "cached_mnrl"] = Field("mnrl", description=(
+        "in-batch negatives ranking loss; cached_mnrl: the same loss in mini-batches (GradCache): big batches "
+        "in little memory"))
     symmetric: bool = Field(True, description="also rank the anchors for each positive (symmetric loss)")
     mini_batch_size: int = Field(32, ge=1, le=65536, description="cached_mnrl: texts per forward pass")
     scale: float = Field(20.0, gt=0, le=1000, description="the similarity scale (inverse temperature)")
@@ -134,15 +121,6 @@ class AdaptConfig(Strict):
         if len(set(v)) < len(v):
             raise ValueError(f"pair kinds listed twice: {v}")
         return v
-
-    @model_validator(mode="after")
-    def _margins_need_negatives(self) -> AdaptConfig:
-        if self.loss == "margin_mse" and self.hard_negatives < 1:
-            raise ValueError("loss margin_mse learns the margin between a positive and its mined negatives: set "
-                             "hard_negatives to 1 or more (it is 0)")
-        if self.denoise and self.hard_negatives < 1:
-            raise ValueError("denoise vets mined negatives: set hard_negatives to 1 or more (it is 0)")
-        return self
 
 
 class EmbeddingConfig(Strict):

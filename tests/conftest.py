@@ -342,8 +342,7 @@ ADDED_SINCE_INDEX_V1 = {
     ("index", "bm25", "shards"): "auto", ("index", "bm25", "shard_max_chunks"): 1_000_000,
     ("embedding", "adapt"): {"pairs": ["header_body", "cloze", "keyword_section", "parent_child"], "max_pairs": None, "hard_negatives": 0, "epochs": 1.0,
                              "lr": 3e-5, "warmup_ratio": 0.1, "batch_size": 32, "max_tokens": 128, "seed": 0,
-                             "loss": "mnrl", "teacher": "ms-marco-MiniLM-L-12-v2", "denoise": False,
-                             "consistency": False, "teacher_max_tokens": 256, "symmetric": True, "mini_batch_size": 32, "scale": 20.0},
+                             "loss": "mnrl", "symmetric": True, "mini_batch_size": 32, "scale": 20.0},
 }
 
 

@@ -39,7 +39,6 @@ class Pair:
     positive: str
     section: tuple[str, tuple[str, ...]]  # (doc id, header path) of the positive: its own section is no negative
     negatives: tuple[str, ...] = field(default=())
-    scores: tuple[float, ...] = field(default=())  # a teacher's: the positive's, then each negative's (teacher.py)
 
 
 def body(chunk: Chunk) -> str:

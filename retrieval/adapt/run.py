@@ -11,7 +11,7 @@ from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
-from ragrig.retrieval.adapt import negatives, output, teacher
+from ragrig.retrieval.adapt import negatives, output
 from ragrig.retrieval.adapt.pairs import Pair, counts, make_pairs, sample
 from ragrig.retrieval.adapt.train import OnStep, train
 from ragrig.retrieval.encoders.device import resolve_device
@@ -92,16 +92,9 @@ def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
         recipe = cfg.embedding.adapt
         chunks = version.chunks
         pairs = sample(make_pairs(chunks, version.keywords, recipe.pairs, recipe.seed), recipe.max_pairs, recipe.seed)
-        if recipe.consistency or recipe.hard_negatives:
-            search = negatives.bm25_search(Bm25Index.load(version.bm25_dir, cfg.index.bm25))
-            if recipe.consistency:
-                scorer = _teacher(cfg)
-                pairs = teacher.consistent(negatives.mine(pairs, chunks, search, 1), scorer, recipe.teacher_max_tokens)
-            if recipe.hard_negatives:
-                mined = recipe.hard_negatives * (teacher.CANDIDATES if recipe.denoise else 1)
-                pairs = negatives.mine(pairs, chunks, search, mined)
-        if recipe.loss == "margin_mse" or recipe.denoise:
-            pairs = _taught(cfg, pairs)
+        if recipe.hard_negatives:
+            bm25 = Bm25Index.load(version.bm25_dir, cfg.index.bm25)
+            pairs = negatives.mine(pairs, chunks, negatives.bm25_search(bm25), recipe.hard_negatives)
         if len(pairs) < 2:
             raise InputError(f"embedding.adapt.pairs: {recipe.pairs} make {len(pairs)} training pair(s) from index "
                              f"{version.layout.key}@{version.version}; a fine-tune needs sections with bodies "
@@ -115,32 +108,6 @@ def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
                         target, out is None)
     finally:
         version.release()
-
-
-def _teacher(cfg: RagrigConfig) -> Any:
-    """The recipe's teacher cross-encoder (loaded once a process: a pair scorer keeps no state but its session)."""
-    from ragrig.retrieval.encoders.cross_encoder import load_cross_encoder
-
-    key = (cfg.embedding.adapt.teacher, cfg.embedding.device)
-    if key not in _TEACHERS:
-        _TEACHERS[key] = load_cross_encoder(key[0], device=key[1], field="embedding.adapt.teacher")
-    return _TEACHERS[key]
-
-
-_TEACHERS: dict[tuple[str, str], Any] = {}
-
-
-def _taught(cfg: RagrigConfig, pairs: list[Pair]) -> list[Pair]:
-    """The teacher's part: the mined negatives vetted (``denoise``), and the scores kept for ``margin_mse``."""
-    from dataclasses import replace
-
-    recipe = cfg.embedding.adapt
-    scorer = _teacher(cfg)
-    if recipe.denoise:
-        pairs = teacher.denoise(pairs, scorer, recipe.hard_negatives, recipe.teacher_max_tokens)
-    else:
-        pairs = teacher.label(pairs, scorer, recipe.teacher_max_tokens)
-    return pairs if recipe.loss == "margin_mse" else [replace(p, scores=()) for p in pairs]
 
 
 def fit(cfg: RagrigConfig, prep: Prepared, force: bool, progress: bool, on_step: OnStep | None) -> dict[str, Any]:

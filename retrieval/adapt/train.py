@@ -1,7 +1,7 @@
 """The fine-tune, through sentence-transformers' own ``SentenceTransformerTrainer`` and its in-batch negatives
 ranking losses (no hand-written loop): ``MultipleNegativesRankingLoss`` (symmetric: both directions,
 each its own softmax, averaged: the symmetric loss) or its cached variant (GradCache: a big batch in
-``mini_batch_size`` pieces), or ``MarginMSELoss`` on a teacher's score margins (``teacher.py``), with the ``NO_DUPLICATES`` batch sampler (a text that repeats never shares a
+``mini_batch_size`` pieces), with the ``NO_DUPLICATES`` batch sampler (a text that repeats never shares a
 batch, so it is never its own false negative), linear warm-up then linear decay, one step logged per step.
 
 Deterministic on the CPU: everything seeded (``transformers.enable_full_determinism``: the seeds and
@@ -38,41 +38,23 @@ class TrainStats:
 
 
 def columns(pairs: Sequence[Pair]) -> dict[str, list[str]]:
-    """The trainer's dataset: anchor, positive, then negative_1..n (the same n for every pair), and with a
-    teacher's scores, ``label``: [the positive's, each negative's] (the trainer hands it to the loss)."""
-    cols: dict[str, list[Any]] = {"anchor": [p.anchor for p in pairs], "positive": [p.positive for p in pairs]}
+    """The trainer's dataset: anchor, positive, then negative_1..n (the same n for every pair)."""
+    cols: dict[str, list[str]] = {"anchor": [p.anchor for p in pairs], "positive": [p.positive for p in pairs]}
     n = len(pairs[0].negatives) if pairs else 0
     for j in range(n):
         cols[f"negative_{j + 1}"] = [p.negatives[j] for p in pairs]
-    if pairs and pairs[0].scores:
-        cols["label"] = [list(p.scores) for p in pairs]
     return cols
 
 
 def make_loss(model: Any, recipe: AdaptConfig) -> Any:
     from sentence_transformers.sentence_transformer import losses
 
-    if recipe.loss == "margin_mse":
-        return losses.MarginMSELoss(model, similarity_fct=ScaledCosine(recipe.scale))
     directions = ("query_to_doc", "doc_to_query") if recipe.symmetric else ("query_to_doc",)
     kw: dict[str, Any] = {"scale": recipe.scale, "directions": directions,
                           "partition_mode": "per_direction" if recipe.symmetric else "joint"}
     if recipe.loss == "cached_mnrl":
         return losses.CachedMultipleNegativesRankingLoss(model, mini_batch_size=recipe.mini_batch_size, **kw)
     return losses.MultipleNegativesRankingLoss(model, **kw)
-
-
-class ScaledCosine:
-    """``scale`` x the cosine of each row pair: the encoder's (normalised) scores on the teacher's logit scale, so
-    margin_mse's margins are reachable (a cosine margin is at most 2; a cross-encoder's is tens)."""
-
-    def __init__(self, scale: float) -> None:
-        self.scale = scale
-
-    def __call__(self, a: Any, b: Any) -> Any:
-        from sentence_transformers.util import pairwise_cos_sim
-
-        return self.scale * pairwise_cos_sim(a, b)
 
 
 def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, device: str = "cpu", *,

