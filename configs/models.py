@@ -82,7 +82,7 @@ class EndpointConfig(Strict):
     window: int = Field(510, ge=16, le=100_000, description="tokens per text the endpoint reads (chunking fits it)")
 
 
-PairKind = Literal["header_body", "cloze", "keyword_section", "parent_child", "link_context"]
+PairKind = Literal["header_body", "cloze", "keyword_section", "parent_child"]
 PAIR_KINDS: tuple[str, ...] = typing.get_args(PairKind)
 
 
@@ -95,8 +95,7 @@ class AdaptConfig(Strict):
         default_factory=lambda: ["header_body", "cloze", "keyword_section", "parent_child"], min_length=1, description=(
             "pair kinds: header_body (a section's header path -> its body), cloze (one sentence of a body -> the "
             "rest: the inverse cloze task), keyword_section (a keyword-library term -> the section that defines it), "
-            "parent_child (a parent header -> a child section), link_context (the sentence around a link to another "
-            "section of the corpus -> that section)"))
+            "parent_child (a parent header -> a child section)"))
     max_pairs: int | None = Field(None, ge=1, description="at most this many pairs, sampled by seed; null: all")
     hard_negatives: int = Field(0, ge=0, le=8, description=(
         "BM25-mined negatives per pair from other sections (0: in-batch negatives only; docs/adapt.md: one cost "

@@ -7,8 +7,7 @@ Kinds (``embedding.adapt.pairs``):
 - ``cloze``: the inverse cloze task: one sentence of a body (chosen by seed) -> the rest of that body;
 - ``keyword_section``: a keyword-library term -> the section that defines it (its header names the term;
   a term that names more than ``MAX_TERM_SECTIONS`` sections says nothing and is left out);
-- ``parent_child``: a parent's header path -> a child section (its own title and body);
-- ``link_context``: the sentence around a link to another section of the corpus -> that section (``links.py``).
+- ``parent_child``: a parent's header path -> a child section (its own title and body).
 
 A pair whose anchor equals its positive, or that repeats an earlier pair, is dropped; an anchor repeated across
 pairs stays (sentence-transformers' NO_DUPLICATES batch sampler keeps it out of the other's batch, so it is never
@@ -54,7 +53,7 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-def section_key(chunk: Chunk) -> tuple[str, tuple[str, ...]]:
+def _key(chunk: Chunk) -> tuple[str, tuple[str, ...]]:
     return chunk.doc_id, tuple(chunk.header_path)
 
 
@@ -63,7 +62,7 @@ def header_body(chunks: Sequence[Chunk]) -> list[Pair]:
     for c in chunks:
         b = body(c)
         if c.header_path and _words(b) >= MIN_WORDS:
-            out.append(Pair("header_body", HEADER_SEP.join(c.header_path[-2:]), b, section_key(c)))
+            out.append(Pair("header_body", HEADER_SEP.join(c.header_path[-2:]), b, _key(c)))
     return out
 
 
@@ -83,11 +82,11 @@ def cloze(chunks: Sequence[Chunk], seed: int) -> list[Pair]:
         question = b[s:e].strip()
         rest = (b[:s].rstrip() + " " + b[e:].lstrip()).strip()
         if _words(question) >= MIN_WORDS and _words(rest) >= MIN_WORDS:
-            out.append(Pair("cloze", question, rest, section_key(c)))
+            out.append(Pair("cloze", question, rest, _key(c)))
     return out
 
 
-def first_pieces(chunks: Sequence[Chunk]) -> list[Chunk]:
+def _first_pieces(chunks: Sequence[Chunk]) -> list[Chunk]:
     """One chunk per section: its first piece."""
     return [c for c in chunks if c.part <= 1 and c.header_path]
 
@@ -116,7 +115,7 @@ def _definitions(heads: Sequence[Chunk]) -> dict[tuple[str, str], list[Chunk]]:
 
 
 def keyword_section(chunks: Sequence[Chunk], library: dict[str, Any]) -> list[Pair]:
-    defs = _definitions(first_pieces(chunks))
+    defs = _definitions(_first_pieces(chunks))
     out = []
     for term in library.get("terms", []):
         kind = term.get("kind") if term.get("kind") in ("parameterized", "part") else "phrase"
@@ -126,27 +125,24 @@ def keyword_section(chunks: Sequence[Chunk], library: dict[str, Any]) -> list[Pa
         for c in found:
             b = body(c)
             if _words(b) >= MIN_WORDS:
-                out.append(Pair("keyword_section", str(term["term"]), b, section_key(c)))
+                out.append(Pair("keyword_section", str(term["term"]), b, _key(c)))
     return out
 
 
 def parent_child(chunks: Sequence[Chunk]) -> list[Pair]:
     out = []
-    for c in first_pieces(chunks):
+    for c in _first_pieces(chunks):
         b = body(c)
         if len(c.header_path) >= 2 and _words(b) >= MIN_WORDS:
             out.append(Pair("parent_child", HEADER_SEP.join(c.header_path[:-1][-2:]), f"{c.header_path[-1]}\n{b}",
-                            section_key(c)))
+                            _key(c)))
     return out
 
 
 def make_pairs(chunks: Sequence[Chunk], library: dict[str, Any], kinds: Sequence[str], seed: int) -> list[Pair]:
     """Every pair of ``kinds`` (in that order, each in chunk order), without self-pairs and repeats."""
-    from ragrig.retrieval.adapt.links import link_context
-
     makers = {"header_body": lambda: header_body(chunks), "cloze": lambda: cloze(chunks, seed),
-              "keyword_section": lambda: keyword_section(chunks, library), "parent_child": lambda: parent_child(chunks),
-              "link_context": lambda: link_context(chunks)}
+              "keyword_section": lambda: keyword_section(chunks, library), "parent_child": lambda: parent_child(chunks)}
     assert set(makers) == set(PAIR_KINDS)
     out, seen = [], set()
     for kind in kinds:

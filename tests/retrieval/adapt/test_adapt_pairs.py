@@ -88,8 +88,7 @@ def test_make_pairs_orders_by_kind_and_drops_repeats() -> None:
     pairs = make_pairs([COMBAT, GRAPPLE], library, ["header_body", "keyword_section", "cloze"], seed=0)
     # keyword_section's ("Combat" -> COMBAT's body) repeats header_body's first pair: dropped
     assert [p.kind for p in pairs] == ["header_body", "header_body", "cloze"]
-    assert counts(pairs) == {"header_body": 2, "cloze": 1, "keyword_section": 0, "parent_child": 0,
-                             "link_context": 0}
+    assert counts(pairs) == {"header_body": 2, "cloze": 1, "keyword_section": 0, "parent_child": 0}
 
 
 def test_sample_is_seeded_and_keeps_order() -> None:
