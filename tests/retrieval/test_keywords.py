@@ -95,3 +95,34 @@ def test_mentioned_in_order_of_first_mention(normalizer):
     assert normalizer.mentioned(text) == ["Escaping a Grapple", "Accurate", "Lethal", "SHIELD WALL"]
     assert normalizer.mentioned("Lethal 5+ before escaping a grapple") == ["Lethal", "Escaping a Grapple"]
     assert normalizer.mentioned("nothing relevant here, not even lethal") == []
+
+
+def _whole_library_scan(n: KeywordNormalizer, text: str) -> list[str]:
+    """What mentioned() found before it narrowed the patterns: the whole library's two patterns over the text."""
+    found: dict[str, int] = {}
+    for rx in (n._param, n._plain):
+        for m in rx.finditer(text) if rx is not None else ():
+            found.setdefault(n.canon(m.group(1)), m.start())
+    return sorted(found, key=found.__getitem__)
+
+
+def test_mentioned_finds_what_the_whole_librarys_patterns_find():
+    """Only the terms whose first word and whole text are in the text are tried, so a library of thousands is
+    not scanned at every offset; the matches are the same, including where re.I and casefold differ."""
+    terms = ["Shield", "Shield Wall", "Shield-Bash", "AP", "Hunter's Mark", "x-ray vision", "Lithal", "Kelvin",
+             "straße", "Café", "+1 weapon", "5th level", "_under", "Lethal"]
+    library = {"terms": [{"term": t, "kind": "parameterized" if t == "Lethal" else "phrase"} for t in terms]}
+    n = KeywordNormalizer(library)
+    texts = [
+        "A shield wall holds; a shield alone, a SHIELD-bash, and shield walls (not a term).",
+        "ap rounds and AP, hunter's mark, hunter’s mark, x-ray vision, xray vision",
+        "lıthal (dotless i), LİTHAL (dotted I), \u212aelvin (the Kelvin sign), ſhield (long s)",
+        "STRASSE or straße or STRAẞE; café, CAFÉ, cafe; +1 weapon and a+1 weapon; 5th level; a_under _under",
+        "lethal 5+ and Lethal x+ and lethal5+, lethal",
+        "",
+    ]
+    for text in texts:
+        assert n.mentioned(text) == _whole_library_scan(n, text), text
+    assert n.mentioned(texts[0]) == ["Shield Wall", "Shield", "Shield-Bash"]
+    assert n.mentioned(texts[2]) == ["Lithal", "Kelvin", "Shield"]  # re.I's own case matches are kept
+    assert n.normalize("lıthal and lethal 5+") == "Lithal and Lethal 5+"  # was a KeyError: casefold keeps "ı"
