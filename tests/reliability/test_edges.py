@@ -171,3 +171,20 @@ def test_a_run_whose_owner_is_alive_is_left_alone():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert not owner_alive(child.pid, "")
+
+
+def test_a_dotless_i_in_a_query_is_matched_as_i_not_a_crash(published, capsys):
+    """re.I matches "ı" and "İ" to "i", casefold does not: a query naming a keyword-library term with one (a
+    Turkish keyboard's "ı") was 'error: KeyError' from the query's normalisation and the multi-hop judge."""
+    import json
+
+    corpus = published({"rules.md": "# Rules\n\n## Piercing x\n\nPiercing x removes x defence dice.\n\n"
+                           "## Cover\n\nCover gives a defence die. Piercing 1 ignores one of them.\n"})
+    capsys.readouterr()
+    rc = main(["query", "what does pıercing 1 do", "--json", "--local", "--set", f"corpus.path={corpus}",
+               "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    result = json.loads(out.out)
+    assert result["normalized"].startswith("what does Piercing 1")
+    assert "Piercing x" in [h["header_path"][-1] for h in result["hits"]]
