@@ -67,9 +67,9 @@ def test_a_file_vanishing_mid_run_is_recorded(tmp_path, make_config, embedder, m
     (corpus / "gone.md").write_text("# Gone\n\n## Soon\n\nThis file disappears after discovery.\n")
     real = pl.extract_sources
 
-    def vanish_then_extract(cfg, batch):
+    def vanish_then_extract(cfg, batch, **kw):
         (corpus / "gone.md").unlink(missing_ok=True)
-        return real(cfg, batch)
+        return real(cfg, batch, **kw)
 
     monkeypatch.setattr(pl, "extract_sources", vanish_then_extract)
     pipe = IngestPipeline(make_config(corpus))
