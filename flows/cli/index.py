@@ -92,5 +92,5 @@ def cmd_reset(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         return 2
     done = reset(cfg)
     print(f"removed {done.index_dir}: {len(done.versions)} versions, {done.embedding_rows} cached embeddings, "
-          f"{done.extract_rows} cached extractions")
+          f"{done.extract_rows} cached extractions, {done.matrices} cached view matrices")
     return 0

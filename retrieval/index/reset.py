@@ -1,5 +1,6 @@
 """Remove one config's index (all its versions and Chroma collections) and the cache entries only it
-uses. Entries another index under the same home still uses are kept; nothing else is touched."""
+uses. Entries another index under the same home still uses are kept; nothing else is touched, but for the views'
+whole-matrix copies (``cache/matrices``), which all go: copies keyed by content, remade by the next reader."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class ResetPlan:
     collections: list[str] = field(default_factory=list)
     embedding_rows: int = 0
     extract_rows: int = 0
+    matrices: int = 0  # whole-matrix copies removed (cache/matrices: every index's, remade by the next reader)
 
 
 def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
@@ -75,6 +77,11 @@ def reset(cfg: RagrigConfig) -> ResetPlan:
                 plan.extract_rows = extractions.delete(doc_shas)
             finally:
                 extractions.close()
+        # the views' whole matrices are copies of embedding-cache rows, keyed by content, not by index: all go (a
+        # reader remakes its own from the cache in one read), so none of this index's vectors is left behind
+        copies = layout.cache_dir / "matrices"
+        plan.matrices = len(list(copies.glob("*.npy"))) if copies.is_dir() else 0
+        shutil.rmtree(copies, ignore_errors=True)
         chroma.forget_client(cfg.index.chroma, layout.chroma_dir)  # release the store before its folder goes
     shutil.rmtree(layout.index_dir)
     return plan

@@ -37,8 +37,11 @@ def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embe
     args = ["reset", "--set", f"corpus.path={a}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
     assert main(args) == 2 and la.index_dir.exists()  # without --yes: only says what would go
     assert "would remove" in capsys.readouterr().out
+    assert len(list((la.cache_dir / "matrices").glob("*.npy"))) == 2  # each ingest's view, as one matrix
     assert main([*args, "--yes"]) == 0
+    assert "2 cached view matrices" in capsys.readouterr().out  # b's copy too: its next reader remakes it
     assert not la.index_dir.exists() and lb.index_dir.exists()
+    assert not (la.cache_dir / "matrices").exists()  # no copy of its vectors is left
     assert rows(la.embedding_cache, "vectors") == 2  # the shared section's vectors stay: b still uses them
     b_sets = ["--set", f"corpus.path={b}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]
     assert main(["health", *b_sets]) == 0
