@@ -97,17 +97,17 @@ def _fold(word: str) -> str:
     return word.casefold().replace("i\u0307", "i").replace("\u0131", "i")
 
 
-def _word_index(terms: list[str], ids: list[int]) -> tuple[list[int], dict[str, list[int]]]:
-    """The terms ``ids`` (places in ``terms``) under their first word, casefolded; one with no word, or with a
+def _word_index(terms: list[str], ids: list[int]) -> tuple[set[int], dict[str, list[int]]]:
+    r"""The terms ``ids`` (places in ``terms``) under their first word, casefolded; one with no word, or with a
     character outside ASCII (where ``re.I``'s case matching and ``casefold`` could differ), under none: a
     candidate for every text. A term's first word is a whole word of any text it matches (the pattern's
     ``(?<!\w)`` before it, a non-word character or the pattern's ``(?!\w)`` after it)."""
-    always: list[int] = []
+    always: set[int] = set()
     by_word: dict[str, list[int]] = {}
     for i in ids:
         first = _WORD.search(terms[i])
         if first is None or not terms[i].isascii():
-            always.append(i)
+            always.add(i)
         else:
             by_word.setdefault(first.group().casefold(), []).append(i)
     return always, by_word
@@ -168,7 +168,7 @@ class KeywordNormalizer:
         words = set(_WORD.findall(folded))
         out = []
         for kind, (always, by_word) in self._words.items():
-            maybe = set(always).union(*(by_word.get(w, ()) for w in words))
+            maybe = always.union(*(by_word.get(w, ()) for w in words))
             # and whose whole text is in the text's (``_fold`` keeps every match of an ASCII term a substring)
             chosen = tuple(sorted(i for i in maybe if i in always or self._lower[i] in folded))
             if chosen:

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from ragrig.retrieval.cache import matrices
 from ragrig.retrieval.ingest import views
 from ragrig.retrieval.ingest.views import embed_units
