@@ -1,7 +1,8 @@
 """Whole matrices of one encoder's vectors of one list of texts, kept beside the embedding cache
 (``<home>/cache/matrices/<key>.npy``): what a view (``search/views.py``) needs at every start of a reader, read in
-one file instead of thousands of embedding-cache rows (SRD 5.1's 2,815 bge-small vectors: ~5 ms instead of
-~0.2-0.3 s, every cold ``ragrig query``, evaluation and server start with the default's second encoder).
+one file instead of thousands of embedding-cache rows (SRD 5.1's 2,815 bge-small vectors: ~7 ms instead of
+44-184 ms quiet, 375 ms under load; at every cold ``ragrig query``, evaluation and server start with the
+default's second encoder: docs/serve-latency.md).
 
 Only ever a copy of what the embedding cache holds: the key is the encoder's id, its document prefix and every
 text's hash, in order, so a matrix is found only for exactly those texts under exactly that encoder; a file is
