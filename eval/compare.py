@@ -9,6 +9,8 @@ Statistics (``eval.stats``) are paired over the queries both runs answered. The 
 
 from __future__ import annotations
 
+import re
+
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,8 +76,11 @@ def vector_search_of(run: dict[str, Any]) -> str:
 
 def machine_of(run: dict[str, Any]) -> str:
     """The CPU a run's numbers came from (``retrieval/machine.py``; ``unknown``: written before reports
-    recorded it)."""
-    return str((run.get("index") or {}).get("machine") or "unknown")
+    recorded it). A report is a file anyone can edit and the value reaches terminals, Markdown and JUnit: only
+    the characters ``machine.kind`` writes are kept, 120 at most."""
+    raw = (run.get("index") or {}).get("machine") if isinstance(run.get("index"), dict) else None
+    kept = re.sub(r"[^A-Za-z0-9_+. -]", "", raw)[:120].strip() if isinstance(raw, str) else ""
+    return kept or "unknown"
 
 
 def search_note(base: str, cand: str, machines: tuple[str, str] = ("unknown", "unknown")) -> str:

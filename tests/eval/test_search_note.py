@@ -49,6 +49,11 @@ def test_a_report_records_its_cpu_and_the_comparison_names_both(make_report):
     assert "different CPUs" in to_markdown([judge(base, cand, Policy(permutations=100))])
     del base["index"]["machine"]
     assert machine_of(base) == "unknown"
+    # a hand-edited report: only the characters machine.kind writes reach a terminal, Markdown or JUnit
+    for forged, kept in [("x86_64 avx2\x1b[2J[bold]<img src=x>", "x86_64 avx22Jboldimg srcx"), (42, "unknown"),
+                         ("\x1b\x07", "unknown"), ("a" * 500, "a" * 120)]:
+        assert machine_of({"index": {"machine": forged}}) == kept, forged
+    assert machine_of({"index": "not a mapping"}) == "unknown"
 
 
 def test_a_report_written_before_the_search_was_recorded_is_unknown(make_report):
