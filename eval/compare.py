@@ -70,8 +70,10 @@ NOISE = ("Chroma's HNSW seeds its graph randomly: rebuilding the same index move
 
 
 def vector_search_of(run: dict[str, Any]) -> str:
-    """What answered a run's vector queries (``unknown``: written before reports recorded it)."""
-    return str((run.get("index") or {}).get("vector_search") or "unknown")
+    """What answered a run's vector queries (``unknown``: written before reports recorded it, or not a search's
+    name: a hand-edited report's value reaches terminals, Markdown and JUnit)."""
+    raw = (run.get("index") or {}).get("vector_search") if isinstance(run.get("index"), dict) else None
+    return raw if isinstance(raw, str) and re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", raw) else "unknown"
 
 
 def machine_of(run: dict[str, Any]) -> str:

@@ -61,6 +61,8 @@ def test_a_report_written_before_the_search_was_recorded_is_unknown(make_report)
     assert vector_search_of(rep) == "exact"  # recorded by today's reports
     del rep["index"]["vector_search"]
     assert vector_search_of(rep) == "unknown"
+    for forged in ("exact\x1b[2J", "[bold]exact", 3, "x" * 40):  # a hand-edited report: not a search's name
+        assert vector_search_of({"index": {"vector_search": forged}}) == "unknown", forged
 
 
 def test_compare_and_gate_say_which_search_answered(make_report):
