@@ -9,9 +9,8 @@ Statistics (``eval.stats``) are paired over the queries both runs answered. The 
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,10 +68,16 @@ NOISE = ("Chroma's HNSW seeds its graph randomly: rebuilding the same index move
          "(docs/determinism.md), so differences of that size may be noise")
 
 
+def _index_field(run: dict[str, Any], key: str) -> Any:
+    """``run["index"][key]`` of a report as read from a file (anyone can edit it: None where it is not there)."""
+    index = run.get("index")
+    return index.get(key) if isinstance(index, dict) else None
+
+
 def vector_search_of(run: dict[str, Any]) -> str:
     """What answered a run's vector queries (``unknown``: written before reports recorded it, or not a search's
     name: a hand-edited report's value reaches terminals, Markdown and JUnit)."""
-    raw = (run.get("index") or {}).get("vector_search") if isinstance(run.get("index"), dict) else None
+    raw = _index_field(run, "vector_search")
     return raw if isinstance(raw, str) and re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", raw) else "unknown"
 
 
@@ -80,7 +85,7 @@ def machine_of(run: dict[str, Any]) -> str:
     """The CPU a run's numbers came from (``retrieval/machine.py``; ``unknown``: written before reports
     recorded it). A report is a file anyone can edit and the value reaches terminals, Markdown and JUnit: only
     the characters ``machine.kind`` writes are kept, 120 at most."""
-    raw = (run.get("index") or {}).get("machine") if isinstance(run.get("index"), dict) else None
+    raw = _index_field(run, "machine")
     kept = re.sub(r"[^A-Za-z0-9_+. -]", "", raw)[:120].strip() if isinstance(raw, str) else ""
     return kept or "unknown"
 

@@ -127,10 +127,8 @@ class KeywordNormalizer:
         self.canonical = canon
         params = [t["term"] for t in self.terms if t["kind"] == "parameterized"]
         plain = [t["term"] for t in self.terms if t["kind"] != "parameterized"]
-        self._param = (
-            re.compile(r"(?<!\w)(" + _alternation(params) + r")\s+(" + SLOT + r")(?!\w)", re.I) if params else None
-        )
-        self._plain = re.compile(r"(?<!\w)(" + _alternation(plain) + r")(?!\w)", re.I) if plain else None
+        self._param = self._pattern("param", params) if params else None
+        self._plain = self._pattern("plain", plain) if plain else None
         # mentioned(): each term under its first word, by its place in the library
         self._order = [t["term"] for t in self.terms]
         self._lower = [t.lower() for t in self._order]
@@ -182,8 +180,9 @@ class KeywordNormalizer:
 
     @staticmethod
     def _pattern(kind: str, terms: list[str]) -> re.Pattern[str]:
-        """The library's pattern of ``kind`` over ``terms`` only (in the library's order, so the alternation puts
-        them in the same order as the whole library's: at every offset the same alternative matches first)."""
+        """The pattern of ``kind`` ("param": a term and its value slot; "plain") over ``terms``, in the library's
+        order: the whole library's (``normalize``), or only the terms a text can match (``mentioned``), whose
+        alternation then lists them in the same order, so at every offset the same alternative matches first."""
         alt = _alternation(terms)
         if kind == "param":
             return re.compile(r"(?<!\w)(" + alt + r")\s+(" + SLOT + r")(?!\w)", re.I)
