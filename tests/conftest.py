@@ -134,6 +134,69 @@ def loaded_models_shared() -> Iterator[None]:
     onnx_backend.OnnxEncoder.__init__ = onnx_real
 
 
+# Tests whose subject is the encoder's own output (a forward pass against its reference, or that two runs encode
+# to the same bits) mark themselves ``real_encoding``: no memo (``encodings_shared``) for them.
+_REAL_ENCODING = [False]
+
+
+@pytest.fixture(autouse=True)
+def real_encoding_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    _REAL_ENCODING[0] = request.node.get_closest_marker("real_encoding") is not None
+    yield
+    _REAL_ENCODING[0] = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def encodings_shared(loaded_models_shared: None) -> Iterator[None]:
+    """The same batch of texts, encoded by the same installed model with the same settings, is encoded once per test
+    process. Dozens of tests ingest the sample corpus in homes of their own (each with an empty embedding cache,
+    as they must be), and their forward passes were ~115 s of the suite's ~860 s of test time (measured
+    2026-11-28: 1,090 of 1,488 ``Embedder.encode`` calls repeated a batch already encoded). The key is the whole
+    batch in order, so what a test gets is exactly what that call computed earlier in the process (the encoders
+    are deterministic for a given batch: ``test_bert_forward.py``, ``test_retriever.py``'s determinism test, which
+    is marked ``real_encoding``). Everything above ``Embedder.encode`` (the embedding cache, batching, progress,
+    failures) runs as without it. Not memoised: models under the temp folder, the endpoint backend, calls with a
+    progress bar, and any call made while a test has patched an encoder's forward (a spy or a fault it injects
+    must see the call)."""
+    from ragrig.retrieval import embedding
+    from ragrig.retrieval.encoders.bert_forward import BertForward
+    from ragrig.retrieval.encoders.onnx_backend import OnnxEncoder
+    from ragrig.retrieval.encoders.torch_backend import TorchEncoder
+
+    real = embedding.Embedder.encode
+    patched = [(owner, name, getattr(owner, name)) for owner, names in (
+        (TorchEncoder, ("encode", "_load")), (OnnxEncoder, ("encode", "__init__")),
+        (BertForward, ("encode", "_hidden", "_pool", "_linear"))) for name in names if hasattr(owner, name)]
+    memo: dict[bytes, Any] = {}
+    scratch = os.path.realpath(tempfile.gettempdir())
+    limit = [256 << 20]  # bytes of vectors kept; past it, calls encode as without the memo
+
+    def encode(self: Any, texts: Any, *, prefix: str = "", progress: bool = False) -> Any:
+        if not texts or progress or _REAL_ENCODING[0]:
+            return real(self, texts, prefix=prefix, progress=progress)
+        model = self.model
+        if type(model) not in (TorchEncoder, OnnxEncoder) or any(getattr(o, n) is not f for o, n, f in patched):
+            return real(self, texts, prefix=prefix, progress=progress)
+        target = os.path.realpath(str(self.ref.target))
+        if target.startswith(scratch):
+            return real(self, texts, prefix=prefix, progress=progress)
+        import hashlib
+
+        key = hashlib.sha256(json.dumps([type(model).__name__, target, self.cfg.model_dump(mode="json"), prefix,
+                                         list(texts)]).encode()).digest()
+        if key not in memo:
+            out = real(self, texts, prefix=prefix, progress=progress)
+            if out.nbytes > limit[0]:
+                return out
+            limit[0] -= out.nbytes
+            memo[key] = out.copy()
+        return memo[key].copy()
+
+    embedding.Embedder.encode = encode
+    yield
+    embedding.Embedder.encode = real
+
+
 @pytest.fixture(scope="session", autouse=True)
 def mlflow_store_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A new MLflow SQLite store starts as a copy of one made once per test process. MLflow creates a store's

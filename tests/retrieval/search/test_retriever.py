@@ -109,6 +109,7 @@ def chunk_ids(res) -> list[str]:
     return [h.chunk_id for h in res.hits]
 
 
+@pytest.mark.real_encoding
 def test_results_are_deterministic(indexed, embedder):
     cfg, r = indexed
     fresh = Retriever(cfg, embedder=embedder)
