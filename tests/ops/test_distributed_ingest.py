@@ -117,15 +117,18 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, local_sample, 
     assert_same_version(local, over)
 
 
-def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, local_sample, tmp_path, capsys):
+def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, tmp_path, write_files, capsys):
     """`ragrig ingest --no-prefect --runner dask --address …`: the partitions go to the cluster as plain Dask
-    tasks (the workers extract, chunk and embed; no Prefect flow), and the version equals the local one."""
+    tasks (the workers extract, chunk and embed; no Prefect flow), and the version equals the local one. (Three
+    small documents, a partition each: the sample's whole path through the cluster is the test above.)"""
     import json
 
     from ragrig.flows.cli import main
 
-    local, ran = local_sample
-    over = settings(tmp_path / "plain", ROOT / "datasets" / "sample", "flow.extract_batch=8",
+    corpus = write_files(tmp_path / "corpus", DOCS)
+    local = settings(tmp_path / "local", corpus, "flow.extract_batch=1")
+    ran = IngestPipeline(load_config(None, local), progress=False).run()
+    over = settings(tmp_path / "plain", corpus, "flow.extract_batch=1",
                     "retrieval.fusion.weights.vector2=1")  # and the view embedded after the merge
     argv = ["ingest", "-q", "--no-prefect", "--runner", "dask", "--address", cluster,
             "--output-json", str(tmp_path / "stats.json")]

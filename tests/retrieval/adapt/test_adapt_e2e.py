@@ -24,17 +24,47 @@ TINY = ["--set", "embedding.adapt.max_pairs=16", "--set", "embedding.adapt.batch
         "--set", "retrieval.fusion.weights.vector2=0"]
 
 
+@pytest.fixture(scope="module")
+def sample_published(tmp_path_factory) -> Path:
+    """The sample ingested once for the file (``TINY``'s settings: adapt reads the published version); each test
+    copies this home into its own, so it may adapt, ingest and evaluate there freely."""
+    import os
+
+    from ragrig.configs.load import load_config
+    from ragrig.retrieval.index import chroma
+    from ragrig.retrieval.index.layout import Layout
+
+    home = tmp_path_factory.mktemp("adapt") / "home"
+    previous = os.environ.get("RAGRIG_HOME")
+    os.environ["RAGRIG_HOME"] = str(home)
+    try:
+        assert main(["ingest", "--no-prefect", "-q", *TINY]) == 0
+        cfg = load_config(overrides=TINY[1::2])
+        chroma.forget_client(cfg.index.chroma, Layout(cfg).chroma_dir)  # its store closed before the copies
+    finally:
+        os.environ.pop("RAGRIG_HOME")
+        if previous is not None:
+            os.environ["RAGRIG_HOME"] = previous
+    return home
+
+
+def copy_home(published: Path, home: Path) -> None:
+    import shutil
+
+    shutil.copytree(published, home, symlinks=True, dirs_exist_ok=True)
+
+
 def digests(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, monkeypatch, capsys) -> None:
+def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: Path, monkeypatch, capsys) -> None:
     from ragrig.configs.load import load_config
     from ragrig.configs.models import EmbeddingConfig
     from ragrig.retrieval.embedding import model_id
 
-    assert main(["ingest", "--no-prefect", "-q", *TINY]) == 0
+    copy_home(sample_published, ragrig_home)  # `ragrig ingest --no-prefect -q *TINY`, run once for the file
     first, out_json = tmp_path / "m1", tmp_path / "a.json"
     assert main(["adapt", "--no-prefect", "-q", *TINY, "--output", str(first), "--output-json", str(out_json)]) == 0
     printed = capsys.readouterr().out
@@ -97,15 +127,14 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, monkeypatch, capsys
     assert "ragrig_adapt.json" in digests(first) and "model.safetensors" in digests(first)
 
 
-def test_the_pairs_hold_no_test_case_text(ragrig_home: Path) -> None:
+def test_the_pairs_hold_no_test_case_text(ragrig_home: Path, sample_published: Path) -> None:
     import yaml
     from ragrig.configs.load import load_config
     from ragrig.retrieval.adapt.run import prepare
-    from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
+    copy_home(sample_published, ragrig_home)
     cfg = load_config(overrides=["embedding.adapt.pairs=[header_body, cloze, keyword_section, parent_child]",
                                  "retrieval.fusion.weights.vector2=0"])
-    IngestPipeline(cfg, progress=False).run()
     prep = prepare(cfg)
     queries = {c["query"].casefold().strip() for c in yaml.safe_load(TESTSET.read_text())["cases"]}
     texts = {t.casefold().strip() for p in prep.pairs for t in (p.anchor, p.positive)}
