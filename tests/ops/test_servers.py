@@ -68,7 +68,8 @@ def test_dask_runner_builds_the_same_index_as_threads(prefect_api, tmp_path, wri
     ids, vecs = {}, {}
     for runner in ("local", "dask"):
         over = [f"corpus.path={corpus}", "retrieval.synonyms=null", "eval.testsets=[]", f"home={tmp_path / runner}",
-                f"flow.runner={runner}", "flow.extract_batch=1"]
+                f"flow.runner={runner}", "flow.extract_batch=1",
+                "flow.workers=1"]  # one worker process: a cluster of two is tests/ops/test_distributed_ingest.py's
         stats = run_ingest(load_config(None, over), None, over, progress=False)
         assert stats["published"]
         v = IndexVersion.current(load_config(None, over))
