@@ -7,8 +7,6 @@ versions records what was embedded for the published version, so an unchanged re
   embedded by the index's own model.
 - ``vector2``: one unit per chunk (its search text), embedded by ``retrieval.views.second_model`` (its own query
   instruction, no document prefix).
-- ``title``: one unit per header section (as ``section``), its text the section's header path alone
-  (``title_texts``), embedded by the index's own model.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.ingest.embed import embed_with_cache
 
-VIEW_SOURCES = ("section", "vector2", "title")
+VIEW_SOURCES = ("section", "vector2")
 """The retrieval sources (``search/sources.py``'s registry) that are views."""
 
 
@@ -75,20 +73,6 @@ def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *,
     return vecs, new
 
 
-def title_texts(chunks: Sequence[Chunk], groups: Sequence[Sequence[int]]) -> list[str]:
-    """Each section's header path ("Parent > Title"); a section before any header is named by its document."""
-    return [chunks[g[0]].header or chunks[g[0]].doc_id for g in groups]
-
-
-def view_texts(name: str, chunks: Sequence[Chunk]) -> list[str]:
-    """The texts view ``name`` embeds, one per unit."""
-    if name == "section":
-        return section_groups(chunks)[0]
-    if name == "title":
-        return title_texts(chunks, section_groups(chunks)[1])
-    return [c.search_text for c in chunks]
-
-
 def weighted_views(r: RetrievalConfig) -> list[str]:
     """The views ``r`` fuses (weight > 0), in registry order."""
     return [v for v in VIEW_SOURCES if r.fusion.weights.get(v, 0.0) > 0]
@@ -96,8 +80,8 @@ def weighted_views(r: RetrievalConfig) -> list[str]:
 
 def view_encoders(r: RetrievalConfig, embedder: Embedder, embedding: EmbeddingConfig,
                   memo_file: Path) -> dict[str, Embedder]:
-    """The encoder of every view ``r`` fuses: the second model for ``vector2``, the index's own for the others."""
-    return {name: second_embedder(embedding, str(r.views.second_model), memo_file) if name == "vector2" else embedder
+    """The encoder of every view ``r`` fuses: the index's own for ``section``, the second model for ``vector2``."""
+    return {name: embedder if name == "section" else second_embedder(embedding, str(r.views.second_model), memo_file)
             for name in weighted_views(r)}
 
 
@@ -107,7 +91,8 @@ def embed_views(chunks: Sequence[Chunk], encoders: dict[str, Embedder], cache_pa
     embedded (0: all were cached)."""
     out: dict[str, int] = {}
     for name, enc in encoders.items():
-        out[name] = embed_units(enc, view_texts(name, chunks), cache_path, progress=progress, desc=f"embed {name}", warn=warn,
+        texts = section_groups(chunks)[0] if name == "section" else [c.search_text for c in chunks]
+        out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn,
                                 reuse_matrix=False)[1]  # every vector through the cache's checks, every ingest
     return out
 

@@ -7,7 +7,6 @@ it fetches the candidates of a batch of texts as one ``SourceRun`` each.
     header   sections whose header the query names (fuzzy, ``retrieval.header_threshold``)
     section  whole-section vectors, each chunk scored as its section (``views.py``)
     vector2  a second model's vectors of every chunk (``views.py``, ``retrieval.views.second_model``)
-    title    each section's header path alone, each chunk scored as its section's title (``views.py``)
 
 The names and their order are ``configs.sources.SOURCE_NAMES`` (fused scores add the sources' terms in that
 order); the config validator, the candidates and the renderers read that tuple, and this module refuses to
@@ -126,18 +125,12 @@ def _vector2(src: Sources, texts: list[str], depth: int, mask: np.ndarray | None
     return view.search(memo.query_vectors(str(model), texts, view.embedder.encode_queries), depth, mask)
 
 
-def _title(src: Sources, texts: list[str], depth: int, mask: np.ndarray | None, _: Hashable,
-           memo: CandidateMemo) -> list[SourceRun]:
-    return src.views.title.search(memo.query_vectors(None, texts, src.encode), depth, mask)
-
-
 SOURCES: dict[str, Source] = {
     "bm25": Source(lambda pq: pq.bm25_text, _none, _bm25),
     "vector": Source(_text, _none, _vector),
     "header": Source(_text, lambda r: r.header_threshold, _header),
     "section": Source(_text, _none, _section),
     "vector2": Source(_text, lambda r: r.views.second_model, _vector2),
-    "title": Source(_text, _none, _title),
 }
 if tuple(SOURCES) != SOURCE_NAMES:  # a source added in one place only
     raise ImportError(f"retrieval sources {tuple(SOURCES)} != configs.sources.SOURCE_NAMES {SOURCE_NAMES}")

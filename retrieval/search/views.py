@@ -14,9 +14,6 @@ a view weighted later (a ``--set`` at query time, a sweep's candidate) is embedd
   model then reads more of a section than any one chunk holds.
 - ``vector2`` (``retrieval.fusion.weights.vector2`` and ``retrieval.views.second_model``): a second encoder's
   vectors of every chunk, queried with that encoder's own query vectors (its own query instruction).
-- ``title`` (``retrieval.fusion.weights.title``): each section's header path alone ("Parent > Title"), embedded
-  by the index's own model; each chunk takes its section's title score, as in ``section``. A question worded
-  unlike the body can still be worded like the title.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ import numpy as np
 from ragrig.configs.models import EmbeddingConfig, RetrievalConfig
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.index.vectors import unit_rows
-from ragrig.retrieval.ingest.views import embed_units, second_embedder, section_groups, title_texts
+from ragrig.retrieval.ingest.views import embed_units, second_embedder, section_groups
 from ragrig.retrieval.search.candidates import SourceRun
 from ragrig.retrieval.search.vector_search import dots, top_rows
 
@@ -81,11 +78,6 @@ class Views:
         texts, groups = section_groups(self.chunks)
         return ExactView(texts, groups, self.embedder, self.cache_path)
 
-    @cached_property
-    def title(self) -> ExactView:
-        groups = section_groups(self.chunks)[1]
-        return ExactView(title_texts(self.chunks, groups), groups, self.embedder, self.cache_path)
-
     def second(self, model: str) -> ExactView:
         """The chunks under another embedding model (its own query instruction, no document prefix)."""
         if model not in self.seconds:
@@ -98,8 +90,6 @@ class Views:
         """The view behind ``source`` (one of ``ingest/views.VIEW_SOURCES``) under ``r``."""
         if source == "section":
             return self.section
-        if source == "title":
-            return self.title
         if source == "vector2" and r.views.second_model:
             return self.second(r.views.second_model)
         raise ValueError(f"{source!r} is not a view under this config")
