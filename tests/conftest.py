@@ -85,10 +85,7 @@ def loaded_models_shared() -> Iterator[None]:
     tokenizes). Models under the temp
     folder (tests that write or change one) load each time, as without this; so does the endpoint backend.
     Subprocesses load their own."""
-    from ragrig.retrieval.encoders import onnx_backend, torch_backend
-    from ragrig.retrieval.encoders.device import resolve_device
-
-    from ragrig.retrieval.encoders import bert_forward
+    from ragrig.retrieval.encoders import bert_forward, onnx_backend, torch_backend
 
     real, real_open = torch_backend.TorchEncoder._load, bert_forward.BertForward.open.__func__
     loaded: dict[tuple[str, str], Any] = {}
