@@ -152,8 +152,8 @@ def real_encoding_marker(request: pytest.FixtureRequest) -> Iterator[None]:
 def encodings_shared(loaded_models_shared: None) -> Iterator[None]:
     """The same batch of texts, encoded by the same installed model with the same settings, is encoded once per test
     process. Dozens of tests ingest the sample corpus in homes of their own (each with an empty embedding cache,
-    as they must be), and their forward passes were ~115 s of the suite's ~860 s of test time (measured
-    2026-11-28: 1,090 of 1,488 ``Embedder.encode`` calls repeated a batch already encoded). The key is the whole
+    as they must be): measured 2026-11-28, 1,090 of 1,488 ``Embedder.encode`` calls repeated a batch already
+    encoded in the same process, ~115 s of the suite's ~820 s of test time. The key is the whole
     batch in order, so what a test gets is exactly what that call computed earlier in the process (the encoders
     are deterministic for a given batch: ``test_bert_forward.py``, ``test_retriever.py``'s determinism test, which
     is marked ``real_encoding``). Everything above ``Embedder.encode`` (the embedding cache, batching, progress,
