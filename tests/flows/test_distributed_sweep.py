@@ -15,7 +15,7 @@ from ragrig.flows.cli import main
 from ragrig.flows.runners import cluster_executor
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-from servers import free_port, server  # noqa: E402
+from servers import free_port, mlflow_server_env, server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parents[2]
@@ -36,7 +36,8 @@ def mlflow_server(tmp_path_factory) -> str:
     port = free_port()
     with server([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
                  "--backend-store-uri", f"sqlite:///{d / 'server.db'}", "--default-artifact-root", str(d / "artifacts"),
-                 "--workers", "1"], f"http://127.0.0.1:{port}/health", timeout_s=120, log=d / "mlflow.log"):
+                 "--workers", "1"], f"http://127.0.0.1:{port}/health", timeout_s=120, log=d / "mlflow.log",
+                env=mlflow_server_env()):
         yield f"http://127.0.0.1:{port}"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ragrig.flows.cli import main  # noqa: E402
-from servers import free_port, server  # noqa: E402
+from servers import free_port, mlflow_server_env, server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -47,7 +47,8 @@ def test_evaluation_logs_to_an_mlflow_server(tmp_path, write_files, capsys):
     store = f"sqlite:///{tmp_path / 'server.db'}"
     with server([str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri", store,
                  "--default-artifact-root", str(tmp_path / "artifacts"), "--workers", "1"],
-                f"http://127.0.0.1:{port}/health", timeout_s=120, log=tmp_path / "mlflow.log"):
+                f"http://127.0.0.1:{port}/health", timeout_s=120, log=tmp_path / "mlflow.log",
+                env=mlflow_server_env()):
         args = sets(corpus, f"mlflow.tracking_uri=http://127.0.0.1:{port}", f"mlflow.artifact_location={tmp_path / 'artifacts'}")
         assert main(["ingest", "--no-prefect", "-q", *args]) == 0
         assert main(["eval", "--no-prefect", "--testset", str(tmp_path / "ts.yaml"), "--run-name", "via-server", *args]) == 0
