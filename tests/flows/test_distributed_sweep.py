@@ -15,7 +15,7 @@ from ragrig.flows.cli import main
 from ragrig.flows.runners import cluster_executor
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
-from servers import free_port, mlflow_server_env, server  # noqa: E402
+from servers import mlflow_server as started_mlflow_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parents[2]
@@ -32,13 +32,8 @@ def cluster() -> str:
 
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
-    with server([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-                 "--backend-store-uri", f"sqlite:///{d / 'server.db'}", "--default-artifact-root", str(d / "artifacts"),
-                 "--workers", "1"], f"http://127.0.0.1:{port}/health", timeout_s=120, log=d / "mlflow.log",
-                env=mlflow_server_env()):
-        yield f"http://127.0.0.1:{port}"
+    with started_mlflow_server(tmp_path_factory.mktemp("mlflow-server")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -6,19 +6,12 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-
-def mlflow_server_env() -> dict[str, str]:
-    """The environment for an ``mlflow server`` a test starts: without MLflow 3's job execution (a job runner and
-    a huey consumer with 10 workers, for its GenAI jobs; nothing ragrig logs uses them), which cost ~15 s of CPU
-    and 8 more processes at every start (measured 2026-11-28: 19.5-23.3 s against 5.4-5.8 s, up in 6.5-8.4 s
-    against 5.5-5.9 s)."""
-    return {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def free_port() -> int:
@@ -64,3 +57,19 @@ def server(cmd: list[str], health_url: str, timeout_s: float = 60.0, log: Path |
         stop_group(proc)
         if log:
             out.close()  # type: ignore[union-attr]
+
+
+@contextmanager
+def mlflow_server(folder: Path) -> Iterator[str]:
+    """An ``mlflow server`` on 127.0.0.1 (a free port; its SQLite store, artifacts and log under ``folder``) for as
+    long as the block runs: its URL. Started without MLflow 3's job execution (a job runner and a huey consumer
+    with 10 workers, for its GenAI jobs; nothing ragrig logs uses them), which cost ~15 s of CPU and 8 more
+    processes at every start (measured 2026-11-28: 19.5-23.3 s against 5.4-5.8 s, up in 6.5-8.4 s against
+    5.5-5.9 s)."""
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    with server([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                 "--backend-store-uri", f"sqlite:///{folder / 'server.db'}", "--default-artifact-root",
+                 str(folder / "artifacts"), "--workers", "1"], f"http://127.0.0.1:{port}/health", timeout_s=120,
+                log=folder / "mlflow.log", env=env):
+        yield f"http://127.0.0.1:{port}"

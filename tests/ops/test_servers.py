@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ragrig.flows.cli import main  # noqa: E402
-from servers import free_port, mlflow_server_env, server  # noqa: E402
+from servers import free_port, mlflow_server, server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -43,18 +43,13 @@ def test_ingest_and_query_through_a_chroma_server(tmp_path, write_files, capsys)
 def test_evaluation_logs_to_an_mlflow_server(tmp_path, write_files, capsys):
     corpus = write_files(tmp_path / "corpus", DOCS)
     (tmp_path / "ts.yaml").write_text(TESTSET)
-    port = free_port()
-    store = f"sqlite:///{tmp_path / 'server.db'}"
-    with server([str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri", store,
-                 "--default-artifact-root", str(tmp_path / "artifacts"), "--workers", "1"],
-                f"http://127.0.0.1:{port}/health", timeout_s=120, log=tmp_path / "mlflow.log",
-                env=mlflow_server_env()):
-        args = sets(corpus, f"mlflow.tracking_uri=http://127.0.0.1:{port}", f"mlflow.artifact_location={tmp_path / 'artifacts'}")
+    with mlflow_server(tmp_path) as url:
+        args = sets(corpus, f"mlflow.tracking_uri={url}", f"mlflow.artifact_location={tmp_path / 'artifacts'}")
         assert main(["ingest", "--no-prefect", "-q", *args]) == 0
         assert main(["eval", "--no-prefect", "--testset", str(tmp_path / "ts.yaml"), "--run-name", "via-server", *args]) == 0
         import mlflow
 
-        mlflow.set_tracking_uri(f"http://127.0.0.1:{port}")
+        mlflow.set_tracking_uri(url)
         runs = mlflow.search_runs(search_all_experiments=True, filter_string="tags.`mlflow.runName` = 'via-server'",
                                   output_format="list")
         assert len(runs) == 1 and "ndcg_at_10" in runs[0].data.metrics
