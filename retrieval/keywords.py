@@ -125,16 +125,14 @@ class KeywordNormalizer:
         self.terms: list[dict[str, Any]] = list(library.get("terms", []))
         canon = {t["term"].casefold(): t["term"] for t in self.terms}
         self.canonical = canon
-        params = [t["term"] for t in self.terms if t["kind"] == "parameterized"]
-        plain = [t["term"] for t in self.terms if t["kind"] != "parameterized"]
-        self._param = self._pattern("param", params) if params else None
-        self._plain = self._pattern("plain", plain) if plain else None
-        # mentioned(): each term under its first word, by its place in the library
         self._order = [t["term"] for t in self.terms]
+        ids = {"param": [i for i, t in enumerate(self.terms) if t["kind"] == "parameterized"],
+               "plain": [i for i, t in enumerate(self.terms) if t["kind"] != "parameterized"]}
+        self._param = self._pattern("param", [self._order[i] for i in ids["param"]]) if ids["param"] else None
+        self._plain = self._pattern("plain", [self._order[i] for i in ids["plain"]]) if ids["plain"] else None
+        # mentioned(): each term under its first word, by its place in the library
         self._lower = [t.lower() for t in self._order]
-        param_ids = [i for i, t in enumerate(self.terms) if t["kind"] == "parameterized"]
-        plain_ids = [i for i, t in enumerate(self.terms) if t["kind"] != "parameterized"]
-        self._words = {"param": _word_index(self._order, param_ids), "plain": _word_index(self._order, plain_ids)}
+        self._words = {kind: _word_index(self._order, kind_ids) for kind, kind_ids in ids.items()}
         self._compiled: dict[tuple[str, tuple[int, ...]], re.Pattern[str]] = {}
 
     def normalize(self, query: str) -> str:
