@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,6 +32,8 @@ os.environ["PREFECT_HOME"] = _PREFECT_HOME
 # never the user's ~/.cache: every test home, and every process a test starts, finds the verdict the first one
 # recorded, as a user's homes do (sentence-transformers' import and the check, ~10 s of 2 cores, paid once).
 _MACHINE_CACHE = tempfile.mkdtemp(prefix="ragrig-test-cache-")
+# Models under the temp folder are the ones tests write or change: loaded, and encoded, each time.
+_SCRATCH = os.path.realpath(tempfile.gettempdir())
 os.environ["RAGRIG_CACHE_DIR"] = _MACHINE_CACHE
 # Each of `make test`'s parallel workers gets its share of the cores for torch's OpenMP thread pool (and so do the
 # processes a test starts, which inherit it; onnxruntime keeps its own pools, and the encoder's are one thread). With every worker's pool as wide as the machine,
@@ -89,13 +92,11 @@ def loaded_models_shared() -> Iterator[None]:
 
     real, real_open = torch_backend.TorchEncoder._load, bert_forward.BertForward.open.__func__
     loaded: dict[tuple[str, str], Any] = {}
-    scratch = os.path.realpath(tempfile.gettempdir())
-
     def load(self: Any) -> Any:  # the sentence-transformers model, once per (installed model, device)
         key = (str(self.target), self.device)
         if key not in loaded:
             model = real(self)
-            if os.path.realpath(str(self.target)).startswith(scratch):
+            if os.path.realpath(str(self.target)).startswith(_SCRATCH):
                 return model
             loaded[key] = model
         return loaded[key]
@@ -104,7 +105,7 @@ def loaded_models_shared() -> Iterator[None]:
 
     def open_forward(cls: Any, folder: Any) -> Any:  # the lean forward's weights and tokenizers, the same way
         key = os.path.realpath(str(folder))
-        if key.startswith(scratch):
+        if key.startswith(_SCRATCH):
             return real_open(cls, folder)
         if key not in forwards:
             forwards[key] = real_open(cls, folder)
@@ -126,7 +127,7 @@ def loaded_models_shared() -> Iterator[None]:
             self.cfg, self._pool, self._pool_lock = cfg, None, threading.Lock()
             return
         onnx_real(self, folder, cfg, pooling=pooling, max_tokens=max_tokens)
-        if not key[0].startswith(scratch):
+        if not key[0].startswith(_SCRATCH):
             opened[key] = {k: v for k, v in vars(self).items() if k not in ("cfg", "_pool", "_pool_lock")}
 
     onnx_backend.OnnxEncoder.__init__ = onnx_init
@@ -170,27 +171,31 @@ def encodings_shared(loaded_models_shared: None) -> Iterator[None]:
         (TorchEncoder, ("encode", "_load")), (OnnxEncoder, ("encode", "__init__")),
         (BertForward, ("encode", "_hidden", "_pool", "_linear"))) for name in names if hasattr(owner, name)]
     memo: dict[bytes, Any] = {}
-    scratch = os.path.realpath(tempfile.gettempdir())
-    limit = [256 << 20]  # bytes of vectors kept; past it, calls encode as without the memo
+    room = 256 << 20  # bytes of vectors kept; past it, calls encode as without the memo
 
-    def encode(self: Any, texts: Any, *, prefix: str = "", progress: bool = False) -> Any:
+    def key_of(self: Any, texts: Any, prefix: str, progress: bool) -> bytes | None:
+        """The memo's key for this call, or None where the call must run (see above)."""
         if not texts or progress or _REAL_ENCODING[0]:
-            return real(self, texts, prefix=prefix, progress=progress)
+            return None
         model = self.model
         if type(model) not in (TorchEncoder, OnnxEncoder) or any(getattr(o, n) is not f for o, n, f in patched):
-            return real(self, texts, prefix=prefix, progress=progress)
+            return None
         target = os.path.realpath(str(self.ref.target))
-        if target.startswith(scratch):
-            return real(self, texts, prefix=prefix, progress=progress)
-        import hashlib
+        if target.startswith(_SCRATCH):
+            return None
+        return hashlib.sha256(json.dumps([type(model).__name__, target, self.cfg.model_dump(mode="json"), prefix,
+                                          list(texts)]).encode()).digest()
 
-        key = hashlib.sha256(json.dumps([type(model).__name__, target, self.cfg.model_dump(mode="json"), prefix,
-                                         list(texts)]).encode()).digest()
+    def encode(self: Any, texts: Any, *, prefix: str = "", progress: bool = False) -> Any:
+        nonlocal room
+        key = key_of(self, texts, prefix, progress)
+        if key is None:
+            return real(self, texts, prefix=prefix, progress=progress)
         if key not in memo:
             out = real(self, texts, prefix=prefix, progress=progress)
-            if out.nbytes > limit[0]:
+            if out.nbytes > room:
                 return out
-            limit[0] -= out.nbytes
+            room -= out.nbytes
             memo[key] = out.copy()
         return memo[key].copy()
 
