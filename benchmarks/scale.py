@@ -182,8 +182,9 @@ def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
     from ragrig.retrieval.documents import Chunk, Document, sha256_text
     from ragrig.retrieval.index import hnsw
     from ragrig.retrieval.index.bm25 import Bm25Index
-    from ragrig.retrieval.index.format import BM25_DIR, file_hashes, read_chunks, write_keywords, write_tables
-    from ragrig.retrieval.index.vectors import graph_path, read_vectors, unit_rows, write_vectors
+    from ragrig.retrieval.index.format import (BM25_DIR, HNSW_GRAPH, file_hashes, read_chunks, write_keywords,
+                                               write_tables)
+    from ragrig.retrieval.index.vectors import read_vectors, unit_rows, write_vectors
     from ragrig.retrieval.ingest.keyword_mining import build_library
     from retrieval_latency import GENERATOR, _topics, synthetic_vectors, synthetic_words
 
@@ -231,8 +232,8 @@ def build_index(n: int, hnsw_max: int, work: Path) -> dict[str, Any]:
     part("vectors.npy", t0, [vdir / "vectors.npy"])
     if n <= hnsw_max:
         t0 = time.perf_counter()
-        hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), graph_path(vdir))
-        part("hnsw (1 thread)", t0, [graph_path(vdir)])
+        hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), vdir / HNSW_GRAPH)
+        part("hnsw (1 thread)", t0, [vdir / HNSW_GRAPH])
     t0 = time.perf_counter()
     file_hashes(vdir)
     part("file hashes", t0)

@@ -90,7 +90,7 @@ def measure(n: int, count: int, chroma_max: int, threads_above: int, hnsw_max: i
         graph = hnsw.build(vecs, cfg, threads=threads)
         out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
         out["hnsw_build_threads"] = "1" if threads == 1 else "all"
-        approx = HnswSearch(vecs, graph, cfg.expansion_search)
+        approx = HnswSearch(vecs, [graph], cfg.expansion_search)
     col = None
     if n <= chroma_max:
         col, secs = chroma_build(vecs, tempfile.mkdtemp(prefix="ragrig-bench-chroma-"))
@@ -115,7 +115,7 @@ def measure(n: int, count: int, chroma_max: int, threads_above: int, hnsw_max: i
     if approx is not None:
         out["hnsw_over_exact_p50"] = round(out["hnsw"]["latency_ms"]["p50"] / out["exact"]["latency_ms"]["p50"], 3)
     if approx is not None and n <= 100_000 and threads == 1:  # a second build of each: does it answer the same?
-        again = HnswSearch(vecs, hnsw.build(vecs, cfg), cfg.expansion_search)
+        again = HnswSearch(vecs, [hnsw.build(vecs, cfg)], cfg.expansion_search)
         out["hnsw"]["rebuild_same_top10"] = same_lists([again.search(q[None, :], DEPTH, None)[0][0] for q in qvecs],
                                                        found["hnsw"])
         if col is not None:

@@ -38,6 +38,7 @@ PIPELINE_VERSION = 1
 # not part of the ingest fingerprint: changing them does not make a new index. The auto threshold is the
 # measured one of docs/scale.md ("Lexical index").
 SHARD_MAX_CHUNKS = 1_000_000
+HNSW_SHARD_MAX_CHUNKS = 250_000  # docs/scale.md: the build divides by shards, a search costs one walk per shard
 BM25_LAYOUT = {"shards", "shard_max_chunks"}
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx",
@@ -164,6 +165,11 @@ class HnswConfig(Strict):
     connectivity: int = Field(16, ge=4, le=128)
     expansion_add: int = Field(128, ge=8, le=4096)
     expansion_search: int = Field(128, ge=8, le=4096)
+    shards: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+        "auto", description="the graph in this many shards, each a contiguous run of rows built on its own "
+        "(on the workers under a distributed ingest) and searched together, every candidate rescored exactly "
+        "(retrieval/index/hnsw.py; docs/scale.md). auto: one shard per shard_max_chunks chunks")
+    shard_max_chunks: int = Field(HNSW_SHARD_MAX_CHUNKS, ge=1_000, description="auto: chunks per graph shard at most")
 
 
 class VectorSearchConfig(Strict):

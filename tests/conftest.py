@@ -403,7 +403,8 @@ def make_report():
 ADDED_SINCE_INDEX_V1 = {
     ("embedding", "backend"): "auto", ("chunking", "title_path"): False,
     ("index", "vector_search"): {"mode": "auto", "exact_max_chunks": 20_000,
-                                 "hnsw": {"connectivity": 16, "expansion_add": 128, "expansion_search": 128}},
+                                 "hnsw": {"connectivity": 16, "expansion_add": 128, "expansion_search": 128,
+                                          "shards": "auto", "shard_max_chunks": 250_000}},
     ("retrieval", "rerank"): {"enabled": False, "model": "ms-marco-MiniLM-L-12-v2", "top_n": 20, "weight": 0.3,
                               "normalization": "zscore", "batch_size": 16, "max_tokens": 512},
     ("retrieval", "views"): {"second_model": "bge-small-en-v1.5"},

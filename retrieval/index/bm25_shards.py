@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ragrig.configs.models import Bm25Config
+from ragrig.configs.models import Bm25Config, HnswConfig
 
 SHARDS_FILE = "shards.json"
 FORMAT = 1
@@ -58,8 +58,9 @@ def bm25s_module():  # type: ignore[no-untyped-def]
     return bm25s
 
 
-def shard_count(cfg: Bm25Config, n_chunks: int) -> int:
-    """How many shards an index of ``n_chunks`` is built in (never more shards than chunks, never zero)."""
+def shard_count(cfg: Bm25Config | HnswConfig, n_chunks: int) -> int:
+    """How many shards an index of ``n_chunks`` is built in (never more shards than chunks, never zero); the
+    HNSW graph is cut the same way (``index/hnsw.py``)."""
     wanted = math.ceil(n_chunks / cfg.shard_max_chunks) if cfg.shards == "auto" else cfg.shards
     return max(1, min(wanted, n_chunks))
 

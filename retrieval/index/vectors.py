@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import VectorSearchConfig
-from ragrig.retrieval.index.format import HNSW_GRAPH, VECTORS
+from ragrig.retrieval.index.format import VECTORS
 
 
 def unit_rows(vecs: np.ndarray, dtype: type = np.float32) -> np.ndarray:
@@ -78,7 +78,3 @@ def search_kind(cfg: VectorSearchConfig, n_chunks: int, has_vectors: bool = True
     if cfg.mode == "auto":
         return "exact" if n_chunks <= cfg.exact_max_chunks else "hnsw"
     return cfg.mode
-
-
-def graph_path(version_dir: Path) -> Path:
-    return version_dir / HNSW_GRAPH

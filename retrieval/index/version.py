@@ -23,7 +23,7 @@ from ragrig.retrieval.index import hnsw
 from ragrig.retrieval.index.format import BM25_DIR, VECTORS, read_chunks, read_documents, read_keywords
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
-from ragrig.retrieval.index.vectors import graph_path, read_vectors, shape_problem
+from ragrig.retrieval.index.vectors import read_vectors, shape_problem
 from ragrig.retrieval.index.verify import check_collection, load_manifest, verify_version
 
 log = logging.getLogger(__name__)
@@ -151,19 +151,19 @@ class IndexVersion:
             raise self.damaged(problem)
         return vecs
 
-    def hnsw_graph(self, cfg: HnswConfig) -> Any:
-        """The seeded HNSW graph over ``vectors``: the file ingest wrote when it was built with these parameters,
-        else built now in memory (deterministic either way; ``index/hnsw.py``)."""
+    def hnsw_graphs(self, cfg: HnswConfig) -> list[Any]:
+        """The seeded HNSW graph's shards over ``vectors``: the files ingest wrote when they were built with these
+        parameters, else built now in memory (deterministic either way; ``index/hnsw.py``)."""
+        n = len(self.vectors)
         built_with = (self.manifest.get("vectors") or {}).get("hnsw")
-        path = graph_path(self.dir)
-        if built_with == hnsw.params(cfg) and path.is_file():
+        names = hnsw.file_names(len(hnsw.bounds(cfg, n)))
+        if built_with == hnsw.params(cfg, n) and all((self.dir / name).is_file() for name in names):
             try:
-                return hnsw.load(path)
+                return [hnsw.load(self.dir / name) for name in names]
             except (OSError, ValueError, RuntimeError) as exc:
-                raise self.damaged(f"{path.name} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
-        log.info("index %s@%s: building its HNSW graph in memory (%d vectors)", self.layout.key, self.version,
-                 len(self.vectors))
-        return hnsw.build(np.asarray(self.vectors), cfg)
+                raise self.damaged(f"a graph file is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        log.info("index %s@%s: building its HNSW graph in memory (%d vectors)", self.layout.key, self.version, n)
+        return [hnsw.build(np.asarray(self.vectors[lo:hi]), cfg, first_row=lo) for lo, hi in hnsw.bounds(cfg, n)]
 
     @property
     def bm25_dir(self) -> Path:

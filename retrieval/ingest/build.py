@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.index import chroma, hnsw, publish
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.format import (
     BM25_DIR,
+    VECTORS,
     add_chunks,
     collection_name,
     file_hashes,
@@ -31,7 +34,7 @@ from ragrig.retrieval.index.format import (
     write_tables,
 )
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.index.vectors import graph_path, search_kind, unit_rows, write_vectors
+from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vectors
 from ragrig.retrieval.ingest.keyword_mining import build_library
 from ragrig.retrieval.markdown import parse_headers
 
@@ -50,21 +53,26 @@ def build_version(
     mark: Callable[[str], None] = lambda point: None,
     staged: tuple[str, Path] | None = None,
     in_collection: set[str] | None = None,
+    vector_files: dict[str, Any] | None = None,
 ) -> str:
     """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk) and return its name.
     ``model_id`` and ``dim``: the embedding function's identity and width; ``corpus_kind``: directory or beir;
     ``corpus_file``: see ``format.new_manifest``. ``staged``: the (version, staging folder) of a
     ``staged_version`` the caller holds (a distributed ingest, whose workers wrote into it first), else one of
-    its own; ``in_collection``: chunk ids the workers already wrote to the version's collection (it exists)."""
+    its own; ``in_collection``: chunk ids the workers already wrote to the version's collection (it exists);
+    ``vector_files``: ``{"hnsw": params or None}`` when ``write_vector_files`` already wrote the staged folder's
+    vectors and graph (an ingest maps the graph's shards through its executor first), else written here."""
     if staged is not None:
         version, folder = staged
         _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
-               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection)
+               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection,
+               vector_files=vector_files)
         publish.complete(layout, version, folder)
         return version
     with staged_version(cfg, layout) as (version, folder):
         _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
-               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection)
+               corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection,
+               vector_files=vector_files)
         publish.complete(layout, version, folder)
     return version
 
@@ -106,21 +114,39 @@ def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: l
         add_chunks(col, [chunks[i] for i in rows], vectors[rows], upsert=in_collection is not None)
 
 
+def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: np.ndarray, dim: int,
+                       executor: Executor = IN_PROCESS) -> dict[str, int] | None:
+    """``vectors.npy`` (unit rows) and, when the version will be searched approximately, its HNSW graph's shards,
+    each built by ``executor.map`` (on the workers under a distributed executor: they read the staged
+    ``vectors.npy``). Returns the graph's parameters for the manifest (None: no graph)."""
+    unit = unit_rows(vectors) if len(vectors) else np.zeros((0, dim), dtype=np.float32)
+    write_vectors(staged, unit)
+    vs = cfg.index.vector_search
+    if search_kind(vs, len(unit)) != "hnsw":
+        return None
+    del unit  # the shards read the file: a worker elsewhere, or this process through a memory map
+    n = len(np.load(staged / VECTORS, mmap_mode="r"))
+    ranges = hnsw.bounds(vs.hnsw, n)
+    calls = [(str(staged / VECTORS), lo, hi, vs.hnsw, str(staged / name))
+             for (lo, hi), name in zip(ranges, hnsw.file_names(len(ranges)))]
+    for name in executor.map("graph-shard", hnsw.build_shard, calls):
+        if not (staged / name).is_file():
+            raise RagrigError(f"the graph shard {name} was built but is not in {staged}: with flow.runner: dask "
+                              "the ragrig home must be on a filesystem every worker shares; nothing was published")
+    return hnsw.params(vs.hnsw, n)
+
+
 def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],
            vectors: np.ndarray, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
-           mark: Callable[[str], None], in_collection: set[str] | None = None) -> None:
+           mark: Callable[[str], None], in_collection: set[str] | None = None,
+           vector_files: dict[str, Any] | None = None) -> None:
     write_tables(staged, docs, chunks)
     mark("index:tables")
     Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25).save(staged / BM25_DIR)
     titles = [h.title for d in docs for h in parse_headers(d.markdown)]
     write_keywords(staged, build_library(titles, [c.text for c in chunks]))
     mark("index:bm25")
-    unit = unit_rows(vectors) if chunks else np.zeros((0, dim), dtype=np.float32)
-    write_vectors(staged, unit)
-    graph = None
-    if search_kind(cfg.index.vector_search, len(chunks)) == "hnsw":
-        graph = hnsw.params(cfg.index.vector_search.hnsw)
-        hnsw.save(hnsw.build(unit, cfg.index.vector_search.hnsw), graph_path(staged))
+    graph = write_vector_files(cfg, staged, vectors, dim) if vector_files is None else vector_files.get("hnsw")
     mark("index:vectors")
     if chroma.writes_collection(cfg):
         _write_collection(cfg, layout, version, chunks, vectors, dim, in_collection)

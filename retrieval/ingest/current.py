@@ -77,7 +77,8 @@ def outdated(cfg: RagrigConfig, layout: Layout, version: str) -> str | None:
     if not isinstance(stored, dict):
         return "was written before versions stored their vectors (its vector search would vary by build)"
     vs = cfg.index.vector_search
-    if search_kind(vs, manifest["counts"]["chunks"]) == "hnsw" and stored.get("hnsw") != hnsw.params(vs.hnsw):
+    n = manifest["counts"]["chunks"]
+    if search_kind(vs, n) == "hnsw" and stored.get("hnsw") != hnsw.params(vs.hnsw, n):
         return "has no HNSW graph built with this config's parameters"
     if writes_collection(cfg) and manifest["chroma"].get("collection") is None:
         return "has no Chroma collection, which this config's index settings ask for"

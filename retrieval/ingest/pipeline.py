@@ -5,14 +5,14 @@ sweep leftovers -> verify the published version (``current.py``: a damaged one i
 -> plan (``plan.py``: diff against the published version by content sha256) -> stage the next version ->
 partitions of the new/changed documents (``partitions.py``: extracted through the extraction cache and chunked;
 on Dask also embedded, into shards) -> embed (``embed.py``, the embedding cache) -> the fused views into the same
-cache (``views.py``) -> build (``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``).
+cache (``views.py``) -> ``vectors.npy`` and the HNSW graph's shards (mapped like the partitions) -> build
+(``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``).
 Nothing changed and no ``--force``: no new version (a view fused since is embedded). A crash before the switch
 leaves the published version untouched; the next ingest sweeps leftovers.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -30,7 +30,7 @@ from ragrig.retrieval.index import publish
 from ragrig.retrieval.index.files import ingest_lock
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.build import build_version, discard, staged_version
+from ragrig.retrieval.ingest.build import build_version, discard, staged_version, write_vector_files
 from ragrig.retrieval.ingest.clock import StageClock
 from ragrig.retrieval.ingest.current import verify_published
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
@@ -38,14 +38,19 @@ from ragrig.retrieval.ingest.embed import embed_with_cache
 from ragrig.retrieval.ingest.extract import extractor_key
 from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.partitions import run_partitions
-from ragrig.retrieval.ingest.plan import Plan, assemble, corpus_file_record, plan_changes, unchanged_beir
+from ragrig.retrieval.ingest.plan import (
+    Plan,
+    assemble,
+    comparable_version,
+    corpus_file_record,
+    plan_changes,
+    unchanged_beir,
+)
 from ragrig.retrieval.ingest.restore import restore_if_damaged
 from ragrig.retrieval.ingest.stats import IngestStats
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
 __all__ = ["IngestPipeline", "IngestStats"]
-
-log = logging.getLogger(__name__)
 
 
 class IngestPipeline:
@@ -109,20 +114,8 @@ class IngestPipeline:
         return found
 
     def _previous(self, version: str | None) -> IndexVersion | None:
-        """The published version to diff against: none with ``--force``, nor when its vectors came from another
-        model than the one configured now (new weights at the same path, another package release): then every
-        chunk is chunked and embedded again, so one index never mixes two embedding spaces."""
-        if version is None or self.force:
-            return None
-        previous = IndexVersion(self.cfg, self.layout, version)
-        if previous.model_id != self.embedder.id:
-            note = (f"the embedding model changed since {version} ({previous.model_id} -> {self.embedder.id}): "
-                    "every chunk is embedded again")
-            if note not in self.stats.warnings:
-                log.warning(note)
-                self.stats.warnings.append(note)
-            return None
-        return previous
+        """The published version to diff against (``plan.comparable_version``; none with ``--force``)."""
+        return None if self.force else comparable_version(self.cfg, self.layout, version, self.embedder.id, self.stats)
 
     def plan(self, found: Discovery) -> Plan:
         with self.timed("plan"):
@@ -174,19 +167,25 @@ class IngestPipeline:
                 self.stats.views_embedded = embed_views(chunks, self.views, self.layout.embedding_cache,
                                                         progress=self.progress, warn=self.stats.warnings.append)
 
-    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray,
-              staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None) -> str:
+    def vector_files(self, staged: tuple[str, Path], vectors: np.ndarray, executor: Executor) -> dict[str, Any]:
+        """``vectors.npy`` and the HNSW graph's shards, mapped like the partitions (``build.write_vector_files``)."""
+        with self.timed("vectors"):
+            dim = int(vectors.shape[1]) if len(vectors) else self.embedder.dim
+            return {"hnsw": write_vector_files(self.cfg, staged[1], vectors, dim, executor)}
+
+    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray, staged: tuple[str, Path] | None
+              = None, in_collection: set[str] | None = None, vector_files: dict[str, Any] | None = None) -> str:
         """Write a complete new version directory and Chroma collection; return its name (not yet published).
         ``staged``: the staging folder this run holds (None: one of its own); ``in_collection``: the chunk ids a
-        distributed ingest's workers wrote to the version's collection."""
+        distributed ingest's workers wrote to the version's collection; ``vector_files``: ``vector_files``'s."""
         with self.timed("index"):
-            corpus_file = None
-            if self._corpus_file is not None:  # BEIR: the file this version was built from, and what failed in it
-                corpus_file = {**self._corpus_file, "failed": list(self.stats.failures)}
+            # BEIR: the file this version was built from, and what failed in it
+            corpus_file = self._corpus_file and {**self._corpus_file, "failed": list(self.stats.failures)}
             dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
             return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id, dim=dim,
                                  corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
-                                 mark=self.clock.mark, staged=staged, in_collection=in_collection)
+                                 mark=self.clock.mark, staged=staged, in_collection=in_collection,
+                                 vector_files=vector_files)
 
     def publish(self, version: str) -> None:
         with self.timed("publish"):
@@ -242,7 +241,8 @@ class IngestPipeline:
                     vectors = call("embed", self.embed, chunks)
                     call("embed-views", self.embed_views, chunks)
                     self.stats.chunks = len(chunks)
-                    version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection)
+                    files = self.vector_files(staged, vectors, executor)
+                    version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection, files)
                 call("publish", self.publish, version)
                 return self.stats
         finally:

@@ -9,6 +9,7 @@ version was built from, nothing is parsed at all (``unchanged_corpus_file``).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,10 +17,13 @@ from typing import Any
 
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.documents import Chunk, Document, SourceDoc
+from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.discover import Discovery, beir_file, file_sha256
 from ragrig.retrieval.ingest.extract import BEIR_EXTRACTOR
 from ragrig.retrieval.ingest.stats import IngestStats
+
+log = logging.getLogger("ragrig.retrieval.ingest.pipeline")  # the warning's logger, as before this moved
 
 
 @dataclass
@@ -130,3 +134,21 @@ def unchanged_beir(record: dict[str, Any], kept: IndexVersion | None, stats: Ing
     docs = int(manifest["counts"]["documents"])
     stats.docs_seen, stats.docs_unchanged, stats.previous_version = docs + len(failed), docs, kept.version
     return Discovery(unchanged_since=kept.version)
+
+
+def comparable_version(cfg: RagrigConfig, layout: Layout, version: str | None, model_id: str,
+                       stats: IngestStats) -> IndexVersion | None:
+    """The published ``version`` to diff against, unless its vectors came from another model than ``model_id``
+    (new weights at the same path, another package release): then every chunk is chunked and embedded again,
+    so one index never mixes two embedding spaces (a warning says so, once)."""
+    if version is None:
+        return None
+    previous = IndexVersion(cfg, layout, version)
+    if previous.model_id != model_id:
+        note = (f"the embedding model changed since {version} ({previous.model_id} -> {model_id}): "
+                "every chunk is embedded again")
+        if note not in stats.warnings:
+            log.warning(note)
+            stats.warnings.append(note)
+        return None
+    return previous

@@ -101,17 +101,20 @@ class ExactSearch:
 
 
 class HnswSearch:
-    """Candidates from a seeded, single-threaded usearch graph, rescored exactly."""
+    """Candidates from seeded, single-threaded usearch graphs (one per shard of rows: every shard is walked),
+    rescored exactly."""
 
     kind = "hnsw"
     OVERSAMPLE = 2  # a filter keeps a share p of the rows: ask the graph for depth / p x this, then filter
 
-    def __init__(self, vectors: np.ndarray, graph: Any, expansion_search: int, rank: np.ndarray | None = None) -> None:
+    def __init__(self, vectors: np.ndarray, graphs: list[Any], expansion_search: int,
+                 rank: np.ndarray | None = None) -> None:
         self.vectors = vectors
-        self.graph = graph
+        self.graphs = graphs
         self.rank = rank
         self.exact = ExactSearch(vectors, rank)
-        graph.expansion_search = expansion_search
+        for graph in graphs:
+            graph.expansion_search = expansion_search
 
     def search(self, qvecs: np.ndarray, depth: int, mask: np.ndarray | None) -> list[Found]:
         q = unit_rows(qvecs)
@@ -122,12 +125,10 @@ class HnswSearch:
         if allowed * 4 < n:  # a narrow filter: exact over the rows it allows is cheaper than a filtered walk
             return self.exact.search(q, depth, mask)
         k = min(n, depth if mask is None else -(-depth * n // max(1, allowed)) * self.OVERSAMPLE)
-        found = self.graph.search(q, k)
-        keys = np.asarray(found.keys, dtype=np.int64).reshape(len(q), -1)
-        counts = np.asarray(getattr(found, "counts", [keys.shape[1]])).reshape(-1)  # one query: no counts
+        walks = [self._walk(graph, q, min(k, len(graph))) for graph in self.graphs if len(graph)]
         out: list[Found] = []
-        for i, row_keys in enumerate(keys):
-            rows = row_keys[: counts[i]]
+        for i in range(len(q)):
+            rows = np.concatenate([keys[i][: counts[i]] for keys, counts in walks])
             if mask is not None:
                 rows = rows[mask[rows]]
             rows = np.unique(rows)  # ascending: the rescoring below is independent of the graph's order
@@ -141,6 +142,13 @@ class HnswSearch:
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         return self.exact.vectors_of(rows)
+
+    @staticmethod
+    def _walk(graph: Any, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """One graph's keys (rows), one line per query, and how many of each line it found."""
+        found = graph.search(q, k)
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(len(q), -1)
+        return keys, np.asarray(getattr(found, "counts", [keys.shape[1]])).reshape(-1)  # one query: no counts
 
 
 class ChromaSearch:
@@ -211,4 +219,4 @@ def open_vector_search(cfg: VectorSearchConfig, version: IndexVersion, rank: np.
         return ChromaSearch(version.collection(), [c.chunk_id for c in version.chunks], version.chunk_index)
     if kind == "exact":
         return ExactSearch(version.vectors, rank)
-    return HnswSearch(version.vectors, version.hnsw_graph(cfg.hnsw), cfg.hnsw.expansion_search, rank)
+    return HnswSearch(version.vectors, version.hnsw_graphs(cfg.hnsw), cfg.hnsw.expansion_search, rank)

@@ -36,6 +36,7 @@ DOCS = {
     "b.md": "# Beta\n\n## Cover\n\nCover gives a save.\n\n## Smoke\n\nSmoke blocks sight.\n",
     "c.md": "# Gamma\n\n## Lethal\n\nLethal hits crit.\n\n## Rending\n\nRending upgrades a hit.\n",
 }
+GRAPH = ("index.vector_search.mode=hnsw", "index.vector_search.hnsw.shards=2")  # its shards built on the workers
 QUERIES = ["how far can an operative move", "what does cover do", "smoke grenade", "lethal weapon rule", "charge"]
 
 
@@ -92,6 +93,10 @@ def assert_same_version(a_over: list[str], b_over: list[str]) -> None:
     assert bm25_rankings(a, cfg) == bm25_rankings(b, cfg)
     va, vb = np.asarray(a.vectors), np.asarray(b.vectors)
     assert va.shape == vb.shape and float(np.abs(va - vb).max()) <= 1e-6
+    graphs = [{k: v for k, v in x.manifest["files"].items() if k.startswith("vectors.hnsw")} for x in (a, b)]
+    assert graphs[0].keys() == graphs[1].keys() and a.manifest["vectors"] == b.manifest["vectors"]
+    if va.tobytes() == vb.tobytes():  # the same vectors: the graph's shards, wherever built, the same bytes
+        assert graphs[0] == graphs[1]
     leftovers = [p.name for p in (Path(b.layout.versions_dir)).iterdir() if not p.name.startswith("v")]
     assert leftovers == []
 
@@ -100,7 +105,7 @@ def assert_same_version(a_over: list[str], b_over: list[str]) -> None:
 def local_sample(tmp_path_factory) -> tuple[list[str], object]:
     """The sample ingested here, in this process, once for the module: the settings and the run's stats (the
     version every cluster ingest of the sample must equal; read only)."""
-    local = settings(tmp_path_factory.mktemp("local") / "home", ROOT / "datasets" / "sample")
+    local = settings(tmp_path_factory.mktemp("local") / "home", ROOT / "datasets" / "sample", *GRAPH)
     return local, IngestPipeline(load_config(None, local), progress=False).run()
 
 
@@ -109,12 +114,31 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, local_sample, 
 
     local, ran = local_sample
     over = settings(tmp_path / "dask", ROOT / "datasets" / "sample", "flow.runner=dask",
-                    f"flow.address={cluster}", "flow.extract_batch=8")
+                    f"flow.address={cluster}", "flow.extract_batch=8", *GRAPH)
     stats = run_ingest(load_config(None, over), None, over, progress=False)  # the flow `ragrig ingest` runs
     assert stats["published"] and stats["version"] == "v000001"
     assert (stats["chunks"], stats["chunks_embedded"], stats["docs_failed"]) == (ran.chunks, ran.chunks_embedded, 0)
     assert stats["seconds"]["workers:embed"] > 0 and "extract" not in stats["seconds"]
+    assert version_of(over).manifest["vectors"]["hnsw"]["shards"] == 2  # built by the workers, as Prefect tasks
     assert_same_version(local, over)
+
+
+def test_the_graph_shards_built_on_the_workers_are_the_bytes_built_here(cluster, tmp_path):
+    from distributed import Client
+    from ragrig.flows.runners import DaskClient
+    from ragrig.retrieval.ingest.build import write_vector_files
+
+    cfg = load_config(None, settings(tmp_path / "home", tmp_path, "index.vector_search.mode=hnsw",
+                                     "index.vector_search.hnsw.shard_max_chunks=1000"))
+    x = np.random.default_rng(5).normal(size=(2_500, 24)).astype(np.float32)
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    with Client(cluster) as client:
+        workers = write_vector_files(cfg, there, x, 24, DaskClient(client))
+    assert workers == write_vector_files(cfg, here, x, 24) == {"connectivity": 16, "expansion_add": 128, "shards": 3}
+    for name in ("vectors.npy", "vectors.hnsw.000", "vectors.hnsw.001", "vectors.hnsw.002"):
+        assert (here / name).read_bytes() == (there / name).read_bytes(), name
+    assert sorted(p.name for p in there.iterdir()) == sorted(p.name for p in here.iterdir())  # no temp files
 
 
 def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, tmp_path, write_files, capsys):
@@ -126,9 +150,9 @@ def test_ingest_without_prefect_runs_its_partitions_on_the_cluster_too(cluster, 
     from ragrig.flows.cli import main
 
     corpus = write_files(tmp_path / "corpus", DOCS)
-    local = settings(tmp_path / "local", corpus, "flow.extract_batch=1")
+    local = settings(tmp_path / "local", corpus, "flow.extract_batch=1", *GRAPH)
     ran = IngestPipeline(load_config(None, local), progress=False).run()
-    over = settings(tmp_path / "plain", corpus, "flow.extract_batch=1",
+    over = settings(tmp_path / "plain", corpus, "flow.extract_batch=1", *GRAPH,
                     "retrieval.fusion.weights.vector2=1")  # and the view embedded after the merge
     argv = ["ingest", "-q", "--no-prefect", "--runner", "dask", "--address", cluster,
             "--output-json", str(tmp_path / "stats.json")]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # every instrumentation point the pipeline calls its hook at, in order
 POINTS = [
     "before:discover", "after:discover", "before:plan", "after:plan", "before:partitions", "after:partitions",
-    "before:embed", "after:embed", "before:index", "index:tables", "index:bm25",
+    "before:embed", "after:embed", "before:vectors", "after:vectors", "before:index", "index:tables", "index:bm25",
     "index:vectors", "index:chroma", "after:index", "before:publish", "after:publish",
 ]
 # The ingests to kill are forked from one process that imported the pipeline's libraries once (torch,
@@ -115,7 +115,7 @@ def test_sigkill_at_any_stage_never_publishes_a_broken_index(tmp_path, ragrig_ho
     layout = Layout(cfg)
 
     rng = random.Random(7)
-    points = POINTS + rng.sample(POINTS, 3)  # every point once, plus three repeats: 20 trials
+    points = POINTS + rng.sample(POINTS, 3)  # every point once, plus three repeats: 21 trials
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     versions_seen = set()
     forks = ForkServer(env, tmp_path)

@@ -103,7 +103,7 @@ def test_a_narrow_filter_scores_only_its_rows_and_agrees_with_the_full_product()
 def test_hnsw_answers_are_rescored_exactly_and_close_to_exact():
     x, q = clustered(3000)
     cfg = HnswConfig()
-    approx = HnswSearch(x, hnsw.build(x, cfg), cfg.expansion_search)
+    approx = HnswSearch(x, [hnsw.build(x, cfg)], cfg.expansion_search)
     exact = ExactSearch(x).search(q, 10, None)
     found = approx.search(q, 10, None)
     recall = np.mean([len(set(a[0].tolist()) & set(e[0].tolist())) / 10 for a, e in zip(found, exact)])
@@ -116,7 +116,7 @@ def test_hnsw_answers_are_rescored_exactly_and_close_to_exact():
 def test_hnsw_filters_keep_only_allowed_rows():
     x, q = clustered(2000)
     cfg = HnswConfig()
-    approx = HnswSearch(x, hnsw.build(x, cfg), cfg.expansion_search)
+    approx = HnswSearch(x, [hnsw.build(x, cfg)], cfg.expansion_search)
     wide = np.ones(2000, bool)
     wide[::3] = False  # two thirds allowed: the graph, asked for more, then filtered
     narrow = np.zeros(2000, bool)
