@@ -10,7 +10,9 @@
         keywords.json     the keyword library (``retrieval.keywords``)
         vectors.npy       one unit float32 vector per chunk, in chunks.jsonl's order (``index/vectors.py``)
         vectors.hnsw      the seeded HNSW graph over them (``index/hnsw.py``), when the version is searched
-                          approximately; the manifest's ``vectors.hnsw`` holds the parameters it was built with
+                          approximately; the manifest's ``vectors.hnsw`` holds the parameters it was built with;
+                          above ``hnsw.shard_max_chunks`` rows ``vectors.hnsw.000``, ``.001``, …, one graph per
+                          shard of rows (the manifest's ``vectors.hnsw.shards`` is their number)
         config.yaml       the resolved config that built the version
         manifest.json     written last: a folder without it is not a version; ``files`` holds the sha256 of
                           every other file (versions written before it existed are checked by counts and ids)

@@ -72,7 +72,7 @@ class Retriever:
         self._rows = self.version.chunk_index
         self.headers = HeaderIndex(self.chunks)
         try:
-            bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25)
+            bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25, mmap=True)  # postings paged in as read
         except Exception as exc:  # bm25s' own errors on damaged files
             raise self.version.damaged(f"bm25/ is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
         if bm25.size != len(self.chunks):

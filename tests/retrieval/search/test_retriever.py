@@ -122,6 +122,21 @@ def test_results_are_deterministic(indexed, embedder):
         assert a.hits and not a.cached and a.version == "v000001"
 
 
+def test_bm25_postings_are_memory_mapped_and_score_as_loaded_ones(indexed):
+    """A reader pages BM25's postings in as queries read them (shared by every reader of the version) instead of
+    holding a copy each: the same scores as the arrays read into memory."""
+    from ragrig.retrieval.index.bm25 import Bm25Index
+
+    cfg, r = indexed
+    mapped = r.sources.bm25_index
+    assert all(isinstance(part.scores[k], np.memmap) for _, part in mapped.parts for k in ("data", "indices"))
+    loaded = Bm25Index.load(r.version.bm25_dir, cfg.index.bm25)
+    assert not isinstance(loaded.parts[0][1].scores["data"], np.memmap)
+    for q in ("lethal piercing", "shield wall cover", "smoke"):
+        toks = mapped.tokenizer(q)
+        assert mapped.scores(toks).tobytes() == loaded.scores(toks).tobytes() and mapped.search(toks, 5)
+
+
 def test_hits_carry_per_source_ranks_that_explain_the_score(indexed):
     cfg, r = indexed
     q = "how far can an operative move"
