@@ -100,9 +100,34 @@ def _apply_override(data: dict[str, Any], keys: list[str], value: Any, item: str
             node = node[k]
 
 
+_TYPE_TAGS = {"int", "str", "float", "bool", "none", "list", "dict"}
+
+
+def _union_branch(part: Any) -> bool:
+    """Whether a location part is the tag pydantic gives one member of a union (``constrained-int``,
+    ``literal['auto']``, ``int``), not a config key (no key of ragrig's config looks like one)."""
+    return isinstance(part, str) and (part in _TYPE_TAGS or any(c in part for c in "-[("))
+
+
+def _merge_unions(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One error per value a union refused: ``shards: 0`` fails both ``int >= 1`` and ``'auto'``; pydantic says
+    so twice, the user reads one line ("Input should be greater than or equal to 1 or 'auto'")."""
+    out: list[dict[str, Any]] = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        if loc and _union_branch(loc[-1]):
+            err = {**err, "loc": loc[:-1]}
+            prev = out[-1] if out else None
+            if prev is not None and tuple(prev["loc"]) == loc[:-1] and prev.get("input") == err.get("input"):
+                prev["msg"] = f"{prev['msg']} or {err['msg'].removeprefix('Input should be ')}"
+                continue
+        out.append(dict(err))
+    return out
+
+
 def _format_validation(exc: ValidationError, sources: list[tuple[str, LocatedYaml | None]]) -> str:
     msgs = []
-    for err in exc.errors():
+    for err in _merge_unions(exc.errors()):
         loc = tuple(err["loc"])
         dotted = ".".join(str(p) for p in loc)
         where = "config"

@@ -68,6 +68,20 @@ def test_wrong_type_names_key(tmp_path):
     assert f"{p}:2: retrieval.top_k:" in str(ei.value) and "'lots'" in str(ei.value)
 
 
+def test_a_value_a_union_refuses_is_one_line_at_its_own_key(tmp_path):
+    """``shards`` is a whole number or 'auto': pydantic refuses 0 once per member of the union; the user reads
+    one line naming the key (not a member's tag), its line and both accepted forms."""
+    p = write(tmp_path, "index:\n  vector_search:\n    hnsw:\n      shards: 0\n  bm25: {shards: many}\n")
+    with pytest.raises(InputError) as ei:
+        load_config(p)
+    lines = str(ei.value).splitlines()[1:]
+    assert [line.strip() for line in lines] == [
+        f"{p}:4: index.vector_search.hnsw.shards: Input should be greater than or equal to 1 or 'auto' (got 0)",
+        f"{p}:5: index.bm25.shards: Input should be a valid integer, unable to parse string as an integer or "
+        "'auto' (got 'many')",
+    ]
+
+
 def test_model_validator_errors_name_the_section(tmp_path):
     p = write(tmp_path, "retrieval:\n  adaptive: {enabled: true, min_results: 9, max_results: 3}\n")
     with pytest.raises(InputError, match=r"retrieval\.adaptive: .*min_results \(9\) > max_results \(3\)"):
