@@ -121,11 +121,10 @@ def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: np.ndarray, dim
     ``vectors.npy``). Returns the graph's parameters for the manifest (None: no graph)."""
     unit = unit_rows(vectors) if len(vectors) else np.zeros((0, dim), dtype=np.float32)
     write_vectors(staged, unit)
-    vs = cfg.index.vector_search
-    if search_kind(vs, len(unit)) != "hnsw":
+    vs, n = cfg.index.vector_search, len(unit)
+    if search_kind(vs, n) != "hnsw":
         return None
     del unit  # the shards read the file: a worker elsewhere, or this process through a memory map
-    n = len(np.load(staged / VECTORS, mmap_mode="r"))
     ranges = hnsw.bounds(vs.hnsw, n)
     calls = [(str(staged / VECTORS), lo, hi, vs.hnsw, str(staged / name))
              for (lo, hi), name in zip(ranges, hnsw.file_names(len(ranges)))]
