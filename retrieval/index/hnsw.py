@@ -45,6 +45,19 @@ def params(cfg: HnswConfig, n_rows: int) -> dict[str, int]:
     return out if shards == 1 else {**out, "shards": shards}
 
 
+def stored_shards(built: Any, want: dict[str, int], n_rows: int) -> int | None:
+    """How many shards a version's graph files were built in, when they were built with ``want``'s parameters
+    (their count aside): the manifest's record ``built`` (``params``); None when it records no graph, other
+    parameters, or a count no ingest writes."""
+    if not isinstance(built, dict):
+        return None
+    shards = built.get("shards", 1)
+    if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= max(1, min(n_rows, 4096)):
+        return None
+    same = {k: v for k, v in built.items() if k != "shards"} == {k: v for k, v in want.items() if k != "shards"}
+    return shards if same else None
+
+
 def file_names(shards: int) -> list[str]:
     """The graph files of a version: ``vectors.hnsw`` for one graph, ``vectors.hnsw.000``, ``.001``, … else."""
     return [HNSW_GRAPH] if shards == 1 else [f"{HNSW_GRAPH}.{i:03d}" for i in range(shards)]

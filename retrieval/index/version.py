@@ -153,11 +153,19 @@ class IndexVersion:
 
     def hnsw_graphs(self, cfg: HnswConfig) -> list[Any]:
         """The seeded HNSW graph's shards over ``vectors``: the files ingest wrote when they were built with these
-        parameters, else built now in memory (deterministic either way; ``index/hnsw.py``)."""
+        parameters, else built now in memory (deterministic either way; ``index/hnsw.py``). Files built with the
+        same parameters in another number of shards (a version written before the config's shard count
+        changed, or before graphs had shards) answer as they are, with a warning, rather than a rebuild at every
+        open (~25 min at 1M): the next ingest rebuilds them (``ingest.current.outdated``)."""
         n = len(self.vectors)
-        built_with = (self.manifest.get("vectors") or {}).get("hnsw")
-        names = hnsw.file_names(len(hnsw.bounds(cfg, n)))
-        if built_with == hnsw.params(cfg, n) and all((self.dir / name).is_file() for name in names):
+        want, built = hnsw.params(cfg, n), (self.manifest.get("vectors") or {}).get("hnsw")
+        shards = hnsw.stored_shards(built, want, n)
+        names = hnsw.file_names(shards) if shards else []
+        if names and all((self.dir / name).is_file() for name in names):
+            if built != want:
+                log.warning("index %s@%s: its HNSW graph was built in %d shard(s), the config asks for %d: it answers "
+                            "with the graph it has until the next ingest rebuilds it", self.layout.key, self.version,
+                            shards, len(hnsw.bounds(cfg, n)))
             try:
                 return [hnsw.load(self.dir / name) for name in names]
             except (OSError, ValueError, RuntimeError) as exc:

@@ -5,6 +5,7 @@ and rescored exactly, a reader that opens the files rather than rebuilding, and 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,17 @@ def test_the_shards_are_the_same_files_whoever_builds_them_in_whatever_order(tmp
     assert write_vector_files(exact, three, x, 16) is None and digests(three) == {}
 
 
+def test_the_stored_shard_count_is_read_only_from_a_record_with_the_same_parameters():
+    want = {"connectivity": 16, "expansion_add": 128}
+    assert hnsw.stored_shards(want, want, 10) == 1
+    assert hnsw.stored_shards({**want, "shards": 3}, want, 10) == 3  # the config asks one graph, the files are 3
+    assert hnsw.stored_shards({**want, "shards": 3}, {**want, "shards": 2}, 10) == 3
+    assert hnsw.stored_shards({"connectivity": 8, "expansion_add": 128}, want, 10) is None
+    for bad in ("3", 0, -1, True, 11, 10**9):  # a record no ingest writes: never trusted, never 10**9 names
+        assert hnsw.stored_shards({**want, "shards": bad}, want, 10) is None
+    assert hnsw.stored_shards(None, want, 10) is None and hnsw.stored_shards("x", want, 10) is None
+
+
 def test_every_shard_is_searched_and_rescored_exactly(tmp_path):
     cfg = HnswConfig(shard_max_chunks=1_000, expansion_search=256)
     x = clustered(2_500)
@@ -111,7 +123,7 @@ def test_every_shard_is_searched_and_rescored_exactly(tmp_path):
         assert g_rows.tolist() == w_rows.tolist() and all(mask[g_rows])
 
 
-def test_a_sharded_version_is_recorded_opened_from_its_files_and_checked(tmp_path, monkeypatch):
+def test_a_sharded_version_is_recorded_opened_from_its_files_and_checked(tmp_path, monkeypatch, caplog):
     docs, chunks = list(read_documents(LEGACY)), read_chunks(LEGACY)
     cfg = config(tmp_path, ("shards", 2))
     layout = Layout(cfg)
@@ -134,7 +146,13 @@ def test_a_sharded_version_is_recorded_opened_from_its_files_and_checked(tmp_pat
     assert search.kind == "hnsw" and len(search.graphs) == 2 and [len(g) for g in search.graphs] == [3, 2]
     q = np.asarray(opened.vectors[[4, 1]])
     assert [rows[0] for rows, _ in search.search(q, 3, None)] == [4, 1]
+    # the config's shard count changed since: the files answer as built (a warning) until the next ingest
+    with caplog.at_level(logging.WARNING, logger="ragrig.retrieval.index.version"):
+        kept = IndexVersion(one_graph, layout, version).hnsw_graphs(one_graph.index.vector_search.hnsw)
+    assert [len(g) for g in kept] == [3, 2] and "built in 2 shard(s), the config asks for 1" in caplog.text
     monkeypatch.undo()
+    other = config(tmp_path, ("shards", 1), ("connectivity", 8))  # other parameters: built in memory, as before
+    assert [len(g) for g in IndexVersion(other, layout, version).hnsw_graphs(other.index.vector_search.hnsw)] == [5]
     # a damaged shard is a damaged version, never a silent rebuild or a partial answer
     (vdir / "vectors.hnsw.001").write_bytes(b"not a graph")
     from ragrig.configs.errors import IndexDamagedError
