@@ -40,6 +40,7 @@ PIPELINE_VERSION = 1
 SHARD_MAX_CHUNKS = 1_000_000
 HNSW_SHARD_MAX_CHUNKS = 250_000  # docs/scale.md: the build divides by shards, a search costs one walk per shard
 BM25_LAYOUT = {"shards", "shard_max_chunks"}
+MAX_SHARDS = 4096  # the most shards a BM25 index or an HNSW graph is cut into (a reader trusts no more)
 
 DEFAULT_INCLUDE = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm", "**/*.docx", "**/*.pptx",
                    "**/*.pdf"]
@@ -145,7 +146,7 @@ class Bm25Config(Strict):
     b: float = Field(0.75, ge=0, le=1)
     stemmer: Literal["english", "none"] = "english"
     stopwords: Literal["english", "none"] = "english"
-    shards: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+    shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | Literal["auto"] = Field(
         "auto", description="BM25 in this many shards, each a contiguous run of chunks with its own postings and "
         "the corpus-wide term statistics, so rankings equal one index's (retrieval/index/bm25_shards.py; "
         "docs/scale.md). auto: one shard per shard_max_chunks chunks")
@@ -165,7 +166,7 @@ class HnswConfig(Strict):
     connectivity: int = Field(16, ge=4, le=128)
     expansion_add: int = Field(128, ge=8, le=4096)
     expansion_search: int = Field(128, ge=8, le=4096)
-    shards: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+    shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | Literal["auto"] = Field(
         "auto", description="the graph in this many shards, each a contiguous run of rows built on its own "
         "(on the workers under a distributed ingest) and searched together, every candidate rescored exactly "
         "(retrieval/index/hnsw.py; docs/scale.md). auto: one shard per shard_max_chunks chunks")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ragrig.configs.models import HnswConfig
+from ragrig.configs.models import MAX_SHARDS, HnswConfig
 from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.index.bm25_shards import shard_bounds, shard_count
 from ragrig.retrieval.index.format import HNSW_GRAPH
@@ -52,7 +52,7 @@ def stored_shards(built: Any, want: dict[str, int], n_rows: int) -> int | None:
     if not isinstance(built, dict):
         return None
     shards = built.get("shards", 1)
-    if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= max(1, min(n_rows, 4096)):
+    if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= max(1, min(n_rows, MAX_SHARDS)):
         return None
     same = {k: v for k, v in built.items() if k != "shards"} == {k: v for k, v in want.items() if k != "shards"}
     return shards if same else None
