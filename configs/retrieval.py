@@ -83,6 +83,9 @@ class ViewsConfig(Strict):
     second_model: str | None = Field("bge-small-en-v1.5", min_length=1, description=(
         "an embedding.model value (packaged name, local folder or hub name) whose vectors of every chunk are the "
         "'vector2' source; embedded at ingest through the embedding cache (on first use when weighted later)"))
+    second_backend: Literal["auto", "torch", "onnx"] = Field("auto", description=(
+        "how second_model runs, as embedding.backend: auto | torch | onnx (bge-small-en-v1.5 under torch: its "
+        "packaged int8 weights as a float model, converted once per machine)"))
 
 
 TOP_K_MAX = 1000

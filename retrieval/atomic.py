@@ -73,3 +73,17 @@ def unwritable(path: Path) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"folder {folder} is not writable"
     return None
+
+
+def place_folder(tmp: Path, target: Path) -> bool:
+    """Rename the complete folder ``tmp`` to ``target`` (same filesystem) and make the rename durable: readers see
+    no folder or the whole one. False when ``target`` already exists (another process placed it first); ``tmp``
+    is then the caller's to remove."""
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if target.exists():
+            return False
+        raise
+    fsync_dir(target.parent)
+    return True

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig
 from ragrig.retrieval.encoders.catalog import MINILM, is_local
+from ragrig.retrieval.encoders.model_files import folder_query_prompt
 from ragrig.retrieval.encoders.resolve import ModelRef, resolve
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,9 @@ class Embedder:
         """``embedding.query_prefix``, or when it is null the model's own (bge v1.5: its retrieval instruction)."""
         if self.cfg.query_prefix is not None:
             return self.cfg.query_prefix
-        return self.ref.entry.query_prefix if self.ref.entry is not None else ""
+        if self.ref.entry is not None:
+            return self.ref.entry.query_prefix
+        return folder_query_prompt(Path(self.ref.target)) if self.ref.backend == "torch" and not self.ref.hub else ""
 
     @property
     def window(self) -> int:

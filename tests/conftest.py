@@ -407,7 +407,7 @@ ADDED_SINCE_INDEX_V1 = {
                                           "shards": "auto", "shard_max_chunks": 250_000}},
     ("retrieval", "rerank"): {"enabled": False, "model": "ms-marco-MiniLM-L-12-v2", "top_n": 20, "weight": 0.3,
                               "normalization": "zscore", "batch_size": 16, "max_tokens": 512},
-    ("retrieval", "views"): {"second_model": "bge-small-en-v1.5"},
+    ("retrieval", "views"): {"second_model": "bge-small-en-v1.5", "second_backend": "auto"},
     ("embedding", "endpoint"): {"base_url": "http://127.0.0.1:8080/v1", "api_key_env": "OPENAI_API_KEY",
                                 "timeout_s": 30.0, "retries": 3, "backoff_s": 1.0, "window": 510},
     ("index", "bm25", "shards"): "auto", ("index", "bm25", "shard_max_chunks"): 1_000_000,

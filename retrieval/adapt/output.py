@@ -31,9 +31,14 @@ def corpus_digest(chunks: Sequence[Chunk]) -> str:
     return hashlib.sha256("\n".join(c.sha256 for c in chunks).encode()).hexdigest()[:12]
 
 
-def recipe_hash(cfg: RagrigConfig, base_model_id: str, corpus: str) -> str:
-    blob = json.dumps({"adapt": cfg.embedding.adapt.model_dump(), "base": base_model_id, "corpus": corpus,
-                       "version": ADAPT_VERSION}, sort_keys=True)
+def recipe_hash(cfg: RagrigConfig, base_model_id: str, corpus: str, query_prefix: str = "") -> str:
+    """The training's identity (the anchors carry the query prefix: one only when there is one, so the folders
+    made before prefixes reached the anchors keep their names)."""
+    fields = {"adapt": cfg.embedding.adapt.model_dump(), "base": base_model_id, "corpus": corpus,
+              "version": ADAPT_VERSION}
+    if query_prefix:
+        fields["query_prefix"] = query_prefix
+    blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 

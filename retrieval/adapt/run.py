@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ class Prepared:
     base_model_id: str
     target: Path
     default_target: bool
+    digest: str  # the recipe hash: the recipe, the base model, the corpus and the query prefix (output.py)
 
 
 @dataclass
@@ -60,6 +61,13 @@ class AdaptResult:
 
 def torch_model(cfg: RagrigConfig) -> ModelRef:
     """The configured encoder, refused in one line unless it runs on sentence-transformers (torch)."""
+    from ragrig.retrieval.encoders.catalog import packaged
+
+    if cfg.embedding.backend == "auto" and (torch_form := packaged(cfg.embedding.model, "torch")) is not None \
+            and torch_form.converted:
+        raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "
+                         f"{cfg.embedding.model!r} runs as int8 ONNX by default: set embedding.backend: torch "
+                         "(its weights as a float model; ingest that index first, the base adapt compares with)")
     ref = resolve(cfg.embedding)
     if ref.backend != "torch":
         raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "
@@ -80,9 +88,18 @@ def preflight(cfg: RagrigConfig) -> None:
                                  "`ragrig ingest` first (adapt learns from the published version)")
 
 
+def with_prefixes(pairs: list[Pair], query_prefix: str, document_prefix: str) -> list[Pair]:
+    """The pairs as the encoder will see them in use: anchors play the queries (bge's retrieval instruction
+    before them), positives and negatives the documents."""
+    if not query_prefix and not document_prefix:
+        return pairs
+    return [replace(p, anchor=query_prefix + p.anchor, positive=document_prefix + p.positive,
+                    negatives=tuple(document_prefix + n for n in p.negatives)) for p in pairs]
+
+
 def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
     """Open the published version, make its pairs, and decide the target folder."""
-    from ragrig.retrieval.embedding import model_id
+    from ragrig.retrieval.embedding import Embedder, model_id
     from ragrig.retrieval.index.bm25 import Bm25Index
     from ragrig.retrieval.index.version import IndexVersion
 
@@ -95,17 +112,19 @@ def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
         if recipe.hard_negatives:
             bm25 = Bm25Index.load(version.bm25_dir, cfg.index.bm25)
             pairs = negatives.mine(pairs, chunks, negatives.bm25_search(bm25), recipe.hard_negatives)
+        prefix = Embedder(cfg.embedding).query_prefix
+        pairs = with_prefixes(pairs, prefix, cfg.embedding.document_prefix)
         if len(pairs) < 2:
             raise InputError(f"embedding.adapt.pairs: {recipe.pairs} make {len(pairs)} training pair(s) from index "
                              f"{version.layout.key}@{version.version}; a fine-tune needs sections with bodies "
                              "(add pair kinds, or ingest a larger corpus)")
         base_id = model_id(cfg.embedding)
         corpus = output.corpus_digest(chunks)
-        digest = output.recipe_hash(cfg, base_id, corpus)
+        digest = output.recipe_hash(cfg, base_id, corpus, prefix)
         target = Path(out).expanduser().resolve() if out else output.default_dir(
             cfg, version.layout.key, version.version, digest)
         return Prepared(pairs, counts(pairs), version.layout.key, version.version, corpus, ref.target, base_id,
-                        target, out is None)
+                        target, out is None, digest)
     finally:
         version.release()
 
@@ -114,7 +133,7 @@ def fit(cfg: RagrigConfig, prep: Prepared, force: bool, progress: bool, on_step:
     """Train into a temp folder beside the target and rename it into place (or reuse the default folder
     when it already holds this training's result); the record written into the folder."""
     recipe = cfg.embedding.adapt
-    digest = output.recipe_hash(cfg, prep.base_model_id, prep.corpus)
+    digest = prep.digest
     found = output.read_record(prep.target) if prep.default_target and not force else None
     if found is not None and found.get("recipe_hash") == digest:
         return {**found, "reused": True, "train_seconds": 0.0, "device": resolve_device(cfg.embedding.device)}

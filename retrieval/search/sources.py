@@ -119,10 +119,15 @@ def _section(src: Sources, texts: list[str], depth: int, mask: np.ndarray | None
     return src.views.section.search(memo.query_vectors(None, texts, src.encode), depth, mask)
 
 
-def _vector2(src: Sources, texts: list[str], depth: int, mask: np.ndarray | None, model: Hashable,
+def _second(r: RetrievalConfig) -> tuple[str | None, str]:
+    return r.views.second_model, r.views.second_backend
+
+
+def _vector2(src: Sources, texts: list[str], depth: int, mask: np.ndarray | None, setting: Hashable,
              memo: CandidateMemo) -> list[SourceRun]:
-    view = src.views.second(str(model))
-    return view.search(memo.query_vectors(str(model), texts, view.embedder.encode_queries), depth, mask)
+    model, backend = setting  # type: ignore[misc]
+    view = src.views.second(str(model), str(backend))
+    return view.search(memo.query_vectors(f"{model}\0{backend}", texts, view.embedder.encode_queries), depth, mask)
 
 
 SOURCES: dict[str, Source] = {
@@ -130,7 +135,7 @@ SOURCES: dict[str, Source] = {
     "vector": Source(_text, _none, _vector),
     "header": Source(_text, lambda r: r.header_threshold, _header),
     "section": Source(_text, _none, _section),
-    "vector2": Source(_text, lambda r: r.views.second_model, _vector2),
+    "vector2": Source(_text, _second, _vector2),
 }
 if tuple(SOURCES) != SOURCE_NAMES:  # a source added in one place only
     raise ImportError(f"retrieval sources {tuple(SOURCES)} != configs.sources.SOURCE_NAMES {SOURCE_NAMES}")

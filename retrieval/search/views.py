@@ -71,25 +71,25 @@ class Views:
                  memo_file: Path) -> None:
         self.chunks, self.embedder, self.embedding, self.cache_path, self.memo_file = \
             chunks, embedder, embedding, cache_path, memo_file
-        self.seconds: dict[str, ExactView] = {}
+        self.seconds: dict[tuple[str, str], ExactView] = {}
 
     @cached_property
     def section(self) -> ExactView:
         texts, groups = section_groups(self.chunks)
         return ExactView(texts, groups, self.embedder, self.cache_path)
 
-    def second(self, model: str) -> ExactView:
+    def second(self, model: str, backend: str = "auto") -> ExactView:
         """The chunks under another embedding model (its own query instruction, no document prefix)."""
-        if model not in self.seconds:
-            second = second_embedder(self.embedding, model, self.memo_file)
-            self.seconds[model] = ExactView([c.search_text for c in self.chunks],
-                                            [[i] for i in range(len(self.chunks))], second, self.cache_path)
-        return self.seconds[model]
+        if (model, backend) not in self.seconds:
+            second = second_embedder(self.embedding, model, self.memo_file, backend)
+            self.seconds[model, backend] = ExactView([c.search_text for c in self.chunks],
+                                                     [[i] for i in range(len(self.chunks))], second, self.cache_path)
+        return self.seconds[model, backend]
 
     def of(self, source: str, r: RetrievalConfig) -> ExactView:
         """The view behind ``source`` (one of ``ingest/views.VIEW_SOURCES``) under ``r``."""
         if source == "section":
             return self.section
         if source == "vector2" and r.views.second_model:
-            return self.second(r.views.second_model)
+            return self.second(r.views.second_model, r.views.second_backend)
         raise ValueError(f"{source!r} is not a view under this config")

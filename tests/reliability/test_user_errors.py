@@ -54,9 +54,12 @@ CASES = [
          r"^error: .*corpus\.path: .*no-corpus does not exist"),
     Case("adapt: before any ingest", ("adapt", "-q"), 2,
          r"^error: no published index for this config .*; run `ragrig ingest` first"),
-    Case("adapt: an ONNX encoder", ("adapt", "--set", "embedding.model=bge-small-en-v1.5"), 2,
+    Case("adapt: a packaged int8 ONNX encoder", ("adapt", "--set", "embedding.model=bge-small-en-v1.5"), 2,
          r"^error: embedding\.model: ragrig adapt fine-tunes a sentence-transformers \(torch\) model; "
-         r"'bge-small-en-v1\.5' runs on the onnx backend"),
+         r"'bge-small-en-v1\.5' runs as int8 ONNX by default: set embedding\.backend: torch"),
+    Case("adapt: an ONNX folder", ("adapt", "--set", "embedding.model={tmp}/onnx-model"), 2,
+         r"^error: embedding\.model: ragrig adapt fine-tunes a sentence-transformers \(torch\) model; "
+         r"'.*onnx-model' runs on the onnx backend"),
     Case("adapt: a bad recipe value", ("adapt", "--set", "embedding.adapt.pairs=[header_body, titles]"), 2,
          r"^error: .*embedding\.adapt\.pairs\.1: Input should be 'header_body', 'cloze'"),
     Case("adapt: an unknown recipe key", ("adapt", "--set", "embedding.adapt.epoch=2"), 2,
@@ -98,6 +101,8 @@ def make_world(tmp: Path) -> dict:
     for name, text in TINY.items():
         (corpus / name).write_text(text)
     (tmp / "a.json").write_text("{}")
+    (tmp / "onnx-model").mkdir()
+    (tmp / "onnx-model" / "model.onnx").write_bytes(b"an ONNX-only folder")
     (tmp / "missing-doc.yaml").write_text("name: t\ncases:\n  - id: a\n    query: q\n    expect: [{doc: missing.md}]\n")
     indexed = tmp / "indexed-home"
     sets = ["--set", f"corpus.path={corpus}", "--set", "retrieval.synonyms=null", "--set", "eval.testsets=[]"]

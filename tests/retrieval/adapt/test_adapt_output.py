@@ -52,15 +52,15 @@ def test_a_leftover_temp_folder_is_cleared(tmp_path: Path) -> None:
     assert not stale.exists() and not scratch.exists() and target.is_dir() and other.is_dir()
 
 
-def _prepared(target: Path, default: bool = True) -> run.Prepared:
+def _prepared(cfg, target: Path, default: bool = True) -> run.Prepared:
     pairs = [Pair("header_body", "a", "b", ("d", ("a",))), Pair("cloze", "c", "d e f", ("d", ("a",)))]
     return run.Prepared(pairs, {"header_body": 1, "cloze": 1}, "k", "v000001", "abc", "base", "base-id", target,
-                        default)
+                        default, output.recipe_hash(cfg, "base-id", "abc"))
 
 
 def test_the_default_folder_is_reused_for_the_same_training(make_config, tmp_path: Path, monkeypatch) -> None:
     cfg = make_config()
-    prep = _prepared(tmp_path / "m")
+    prep = _prepared(cfg, tmp_path / "m")
     calls = []
 
     def fake_train(pairs, base, out, recipe, device, progress=True, on_step=None):
@@ -78,7 +78,10 @@ def test_the_default_folder_is_reused_for_the_same_training(make_config, tmp_pat
     assert again["reused"] and again["steps"] == 1 and again["losses"] == [0.5] and len(calls) == 1
     assert run.fit(cfg, prep, True, False, None)["reused"] is False and len(calls) == 2  # --force trains again
     other = make_config(None, "embedding.adapt.lr=1e-4")  # another recipe: the record's hash differs
-    assert run.fit(other, prep, False, False, None)["reused"] is False and len(calls) == 3
+    assert run.fit(other, _prepared(other, tmp_path / "m"), False, False, None)["reused"] is False
+    assert len(calls) == 3
+    # the anchors carry a query prefix (bge's instruction): one changes the training, so the hash
+    assert output.recipe_hash(cfg, "m", "c", "Represent: ") != output.recipe_hash(cfg, "m", "c")
 
 
 def test_the_recipe_is_not_part_of_the_index_identity(make_config) -> None:

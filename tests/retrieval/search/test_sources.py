@@ -109,7 +109,7 @@ class FakeSources(Sources):
     def __init__(self):
         own, second = FakeEmbedder(), FakeEmbedder()
         section, chunks2 = FakeView(own), FakeView(second)
-        self.views = SimpleNamespace(embedder=own, section=section, second=lambda model: chunks2)
+        self.views = SimpleNamespace(embedder=own, section=section, second=lambda model, backend="auto": chunks2)
         self.encode = own.encode_queries
         self.calls: dict[str, int] = {}
 
