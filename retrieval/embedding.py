@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +91,10 @@ class Embedder:
                                                check_file=check)
         return self._model
 
-    @property
+    @cached_property
     def query_prefix(self) -> str:
-        """``embedding.query_prefix``, or when it is null the model's own (bge v1.5: its retrieval instruction)."""
+        """``embedding.query_prefix``, or when it is null the model's own (bge v1.5: its retrieval instruction; a
+        local folder's ``prompts.query``), read once: every query asks."""
         if self.cfg.query_prefix is not None:
             return self.cfg.query_prefix
         if self.ref.entry is not None:

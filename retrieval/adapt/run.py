@@ -66,8 +66,9 @@ def torch_model(cfg: RagrigConfig) -> ModelRef:
     if cfg.embedding.backend == "auto" and (torch_form := packaged(cfg.embedding.model, "torch")) is not None \
             and torch_form.converted:
         raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "
-                         f"{cfg.embedding.model!r} runs as int8 ONNX by default: set embedding.backend: torch "
-                         "(its weights as a float model; ingest that index first, the base adapt compares with)")
+                         f"{cfg.embedding.model!r} runs as int8 ONNX by default: set embedding.backend: torch to "
+                         "adapt the float copy of its weights (and ingest with it first: adapt learns from that "
+                         "index and compares with it)")
     ref = resolve(cfg.embedding)
     if ref.backend != "torch":
         raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "

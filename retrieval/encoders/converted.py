@@ -20,7 +20,8 @@ DONE = "modules.json"  # written last by sentence-transformers' save; the folder
 
 def target(entry: Packaged) -> Path:
     root = cache_root() or Path(tempfile.gettempdir()) / "ragrig"
-    return root / "models" / f"{entry.aliases[0]}-{entry.quantisation.replace(' ', '-')}-{entry.package}-{entry.version()}-c{CONVERTER}"
+    form = entry.quantisation.replace(" ", "-")
+    return root / "models" / f"{entry.aliases[0]}-{form}-{entry.package}-{entry.version()}-c{CONVERTER}"
 
 
 def folder(entry: Packaged, source: Path) -> Path:

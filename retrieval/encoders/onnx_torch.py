@@ -6,8 +6,8 @@ quantised at run time too (docs/experiments.md E23), and can be fine-tuned (``ra
 The graph is read as onnxruntime's exporter writes a BERT: float initializers under the Hugging Face parameter
 names (``encoder.layer.0.attention.self.query.bias``), each linear layer a ``MatMulInteger`` (or ``MatMul``)
 whose weight is an initializer and whose output reaches an ``Add`` of its ``….bias``, the embedding tables
-through ``DequantizeLinear``. Anything else (a parameter missing, a shape that does not fit the config) is
-refused in one line, never guessed: the folder is then used as ONNX, as before.
+through ``DequantizeLinear``. Anything else (a parameter missing, a shape that does not fit the config, a
+matrix product adding no named bias) is refused in one line naming it (``ConversionError``), never guessed.
 """
 
 from __future__ import annotations

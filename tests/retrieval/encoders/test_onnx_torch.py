@@ -154,7 +154,8 @@ def test_a_cache_that_cannot_be_written_is_one_line(tmp_path: Path, monkeypatch)
     blocker.write_text("not a folder")
     monkeypatch.setenv("RAGRIG_CACHE_DIR", str(blocker))
     with pytest.raises(InputError, match=r"^embedding\.model: 'bge-small-en-v1\.5' under the torch backend is "
-                                         r"converted once into .*file/models, which cannot be written .*RAGRIG_CACHE_DIR"):
+                                         r"converted once into .*file/models, which cannot be written "
+                                         r".*RAGRIG_CACHE_DIR"):
         converted.folder(BGE_SMALL_TORCH, BGE_SMALL.path())
 
 
