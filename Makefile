@@ -34,7 +34,7 @@ run: install
 
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
 # each worker holds its own model, Prefect test server and temp dirs). One file's tests stay on one worker
-# (--dist loadfile: its module fixtures are built once). 302-358 s of pytest (333 s from a fresh clone, 1,115 tests) on a 2-core AVX-512 machine (2026-11-28; 896 s on a 2-core AVX2
+# (--dist loadfile: its module fixtures are built once). 302-358 s of pytest (333 s from a fresh clone, 1,115 tests) on a 2-core AVX-512 machine (2026-11-28; 499 s for 1,144 on a slower one; 896 s on a 2-core AVX2
 # one before the test processes shared repeated encodings: tests/conftest.py encodings_shared);
 # TEST_WORKERS=0 runs in-process.
 # `make test-fast`: the unit tests only (not marked slow), 77 s on that AVX-512 machine, for the edit-test loop.
