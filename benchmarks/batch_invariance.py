@@ -53,7 +53,8 @@ def measure(path: str, overrides: list[str], n_terms: int) -> list[dict[str, Any
     r = cfg.retrieval
     if r.fusion.weights.get("vector2", 0) and r.views.second_model:
         encoders[r.views.second_model] = second_embedder(cfg.embedding, r.views.second_model,
-                                                         version.layout.cache_dir / "model-digests.json")
+                                                         version.layout.cache_dir / "model-digests.json",
+                                                         r.views.second_backend)
     rows = []
     for name, e in encoders.items():
         alone = np.vstack([e.encode_queries([t]) for t in terms])

@@ -44,8 +44,9 @@ def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]
     return texts, groups
 
 
-def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path, backend: str = "auto") -> Embedder:
-    """The encoder of ``model`` beside the index's (its own query instruction, no document prefix)."""
+def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path, backend: str) -> Embedder:
+    """The encoder of ``model`` run by ``backend`` (``retrieval.views.second_backend``) beside the index's (its own
+    query instruction, no document prefix)."""
     return Embedder(embedding.model_copy(update={"model": model, "query_prefix": None, "document_prefix": "",
                                                   "backend": backend}), memo_file=memo_file)
 

@@ -78,7 +78,7 @@ class Views:
         texts, groups = section_groups(self.chunks)
         return ExactView(texts, groups, self.embedder, self.cache_path)
 
-    def second(self, model: str, backend: str = "auto") -> ExactView:
+    def second(self, model: str, backend: str) -> ExactView:
         """The chunks under another embedding model (its own query instruction, no document prefix)."""
         if (model, backend) not in self.seconds:
             second = second_embedder(self.embedding, model, self.memo_file, backend)

@@ -212,7 +212,7 @@ def test_the_vector2_source_queries_the_view_of_its_own_backend(make_config) -> 
     class Src:
         class views:  # noqa: N801
             @staticmethod
-            def second(model, backend="auto"):
+            def second(model, backend):
                 asked.append((model, backend))
                 return View(backend)
 

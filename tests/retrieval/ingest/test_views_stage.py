@@ -65,7 +65,7 @@ def test_fused_views_are_embedded_at_ingest_and_only_read_by_queries(tmp_path, e
     r = Retriever(cfg, embedder=embedder)
     res = r.search("what does a weapon rule do", use_cache=False)
     assert {"section", "vector2"} <= set(res.candidates) and res.hits
-    assert r.sources.views.second("bge-small-en-v1.5").matrix.shape == (stats.chunks, 384)
+    assert r.sources.views.second("bge-small-en-v1.5", "auto").matrix.shape == (stats.chunks, 384)
     assert np.isfinite(r.sources.views.section.matrix).all()
     # another plain ingest skips the stage: views.json says this version's views were embedded by these encoders,
     # so it neither loads the version's chunks nor reads their vectors back (the nothing-changed fast path)

@@ -109,7 +109,7 @@ class FakeSources(Sources):
     def __init__(self):
         own, second = FakeEmbedder(), FakeEmbedder()
         section, chunks2 = FakeView(own), FakeView(second)
-        self.views = SimpleNamespace(embedder=own, section=section, second=lambda model, backend="auto": chunks2)
+        self.views = SimpleNamespace(embedder=own, section=section, second=lambda model, backend: chunks2)
         self.encode = own.encode_queries
         self.calls: dict[str, int] = {}
 
@@ -139,8 +139,8 @@ def test_every_source_fetches_a_batch_once_and_queries_are_encoded_once_per_mode
     assert all(k[s][0] == s for k in keys for s in k)  # each run key starts with its source's name
     assert src.calls == {"bm25": 2, "vector": 1}  # bm25 per unique text; the vector search once for the batch
     assert src.views.embedder.calls == [["alpha one", "beta two"]]  # vector and section share one encoding
-    assert src.views.second("m2").embedder.calls == [["alpha one", "beta two"]]
-    assert src.views.section.searched == [2] and src.views.second("m2").searched == [2]
+    assert src.views.second("m2", "auto").embedder.calls == [["alpha one", "beta two"]]
+    assert src.views.section.searched == [2] and src.views.second("m2", "auto").searched == [2]
     assert all(set(SOURCE_NAMES) <= set(tq) for tq in t)
     again = fetch_candidates(src, processed, r, None, None, memo, t)  # memoised: nothing fetched twice
     assert again == keys and src.calls == {"bm25": 2, "vector": 1} and len(src.views.embedder.calls) == 1

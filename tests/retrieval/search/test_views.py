@@ -110,5 +110,5 @@ def test_views_as_fused_sources_in_the_retriever(tmp_path_factory, embedder):
     whole = [h for h in res.hits if "section" in h.sources and "vector" in h.sources
              and r.chunks[r.row_of(h.chunk_id)].part == 0]
     assert whole and all(abs(h.sources["section"].score - h.sources["vector"].score) < 1e-4 for h in whole)
-    view = r.sources.views.second("bge-small-en-v1.5")
+    view = r.sources.views.second("bge-small-en-v1.5", "auto")
     assert view.matrix.shape == (len(r.chunks), 384)
