@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from ragrig.configs.models import EmbeddingConfig
 from ragrig.retrieval.encoders.catalog import MINILM, is_local
-from ragrig.retrieval.encoders.model_files import folder_query_prompt
 from ragrig.retrieval.encoders.resolve import ModelRef, resolve
 
 log = logging.getLogger(__name__)
@@ -93,13 +92,8 @@ class Embedder:
 
     @cached_property
     def query_prefix(self) -> str:
-        """``embedding.query_prefix``, or when it is null the model's own (bge v1.5: its retrieval instruction; a
-        local folder's ``prompts.query``), read once: every query asks."""
-        if self.cfg.query_prefix is not None:
-            return self.cfg.query_prefix
-        if self.ref.entry is not None:
-            return self.ref.entry.query_prefix
-        return folder_query_prompt(Path(self.ref.target)) if self.ref.backend == "torch" and not self.ref.hub else ""
+        """What queries get before them (``ModelRef.query_prefix``), read once: every query asks."""
+        return self.ref.query_prefix(self.cfg)
 
     @property
     def window(self) -> int:

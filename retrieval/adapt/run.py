@@ -100,7 +100,7 @@ def with_prefixes(pairs: list[Pair], query_prefix: str, document_prefix: str) ->
 
 def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
     """Open the published version, make its pairs, and decide the target folder."""
-    from ragrig.retrieval.embedding import Embedder, model_id
+    from ragrig.retrieval.embedding import model_id
     from ragrig.retrieval.index.bm25 import Bm25Index
     from ragrig.retrieval.index.version import IndexVersion
 
@@ -113,7 +113,7 @@ def prepare(cfg: RagrigConfig, out: str | None = None) -> Prepared:
         if recipe.hard_negatives:
             bm25 = Bm25Index.load(version.bm25_dir, cfg.index.bm25)
             pairs = negatives.mine(pairs, chunks, negatives.bm25_search(bm25), recipe.hard_negatives)
-        prefix = Embedder(cfg.embedding).query_prefix
+        prefix = ref.query_prefix(cfg.embedding)
         pairs = with_prefixes(pairs, prefix, cfg.embedding.document_prefix)
         if len(pairs) < 2:
             raise InputError(f"embedding.adapt.pairs: {recipe.pairs} make {len(pairs)} training pair(s) from index "

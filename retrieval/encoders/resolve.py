@@ -21,6 +21,7 @@ from ragrig.configs.models import EmbeddingConfig
 from ragrig.configs.redact import split_credentials
 from ragrig.retrieval.encoders.catalog import Packaged, packaged
 from ragrig.retrieval.encoders.identity import folder_digest, hub_revision
+from ragrig.retrieval.encoders.model_files import folder_query_prompt
 from ragrig.retrieval.encoders.onnx_backend import folder_pooling, onnx_file, quantisation
 
 TORCH_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -42,6 +43,15 @@ class ModelRef:
         if not cfg.normalize:
             tags.append("unnormalized")
         return self.name + (f" [{'; '.join(tags)}]" if tags else "")
+
+    def query_prefix(self, cfg: EmbeddingConfig) -> str:
+        """``embedding.query_prefix``, or when it is null the model's own: a packaged model's (bge v1.5: its
+        retrieval instruction), a local torch folder's ``prompts.query``, else none."""
+        if cfg.query_prefix is not None:
+            return cfg.query_prefix
+        if self.entry is not None:
+            return self.entry.query_prefix
+        return folder_query_prompt(Path(self.target)) if self.backend == "torch" and not self.hub else ""
 
 
 def _folder_backend(folder: Path, wanted: str) -> str:
