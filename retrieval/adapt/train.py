@@ -2,8 +2,7 @@
 ranking losses (no hand-written loop): ``MultipleNegativesRankingLoss`` (symmetric: both directions,
 each its own softmax, averaged: the symmetric loss) or its cached variant (GradCache: a big batch in
 ``mini_batch_size`` pieces), with the ``NO_DUPLICATES`` batch sampler (a text that repeats never shares a
-batch, so it is never its own false negative; ``batches: one_per_section`` keeps a section's pairs apart too:
-retrieval/adapt/batches.py), linear warm-up then linear decay, one step logged per step.
+batch, so it is never its own false negative), linear warm-up then linear decay, one step logged per step.
 
 Deterministic on the CPU: everything seeded (``transformers.enable_full_determinism``: the seeds and
 ``torch.use_deterministic_algorithms``, put back as it was afterwards), the data order from the seed, no
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import AdaptConfig
-from ragrig.retrieval.adapt.batches import one_per_section
 from ragrig.retrieval.adapt.output import scratch_prefix
 from ragrig.retrieval.adapt.pairs import Pair
 
@@ -100,9 +98,7 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
                 output_dir=scratch, num_train_epochs=recipe.epochs, per_device_train_batch_size=recipe.batch_size,
                 learning_rate=recipe.lr, warmup_steps=float(recipe.warmup_ratio), lr_scheduler_type="linear",
                 seed=recipe.seed, data_seed=recipe.seed, full_determinism=True,
-                batch_sampler=(one_per_section([p.section for p in pairs]) if recipe.batches == "one_per_section"
-                               else BatchSamplers.NO_DUPLICATES),
-                dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
+                batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
                 eval_strategy="no", report_to="none", disable_tqdm=not progress, use_cpu=device == "cpu",
             )
             trainer = _trainer_class(SentenceTransformerTrainer)(model=model, args=args, train_dataset=data,
