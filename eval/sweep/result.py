@@ -35,6 +35,7 @@ class SweepResult:
     indexes: list[IndexStats] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     parent_run_id: str | None = None
+    trained: dict[str, dict[str, str]] = field(default_factory=dict)  # label -> the settings training set (folders)
 
     @property
     def best(self) -> SweepRow | None:

@@ -20,7 +20,7 @@ from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import resolve_all
 from ragrig.eval.report import EvalReport
-from ragrig.eval.sweep.adapted import materialize
+from ragrig.eval.sweep.adapted import materialize, trained_settings
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
 from ragrig.eval.sweep.remote import evaluate_config, evaluate_rows, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
@@ -53,6 +53,7 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     configs = configs if configs is not None else resolve(spec, extra)
     configs = materialize(configs, executor, progress)  # adapted candidates (embedding.adapt: true): trained or found
     result = SweepResult(spec.name, spec.metric)
+    result.trained = {label: t for label, ov, cfg in configs if (t := trained_settings(ov, cfg))}
     paths = spec.testsets or configs[0][2].eval.testsets
     if not paths:
         raise InputError("sweep: no test set (set 'testsets' in the sweep file or eval.testsets in the base config)")

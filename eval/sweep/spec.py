@@ -14,7 +14,7 @@ from ragrig.configs.load import load_config
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
 from ragrig.eval.metrics import HEADLINE
-from ragrig.eval.sweep.adapted import config_overrides
+from ragrig.eval.sweep.adapted import VIEW_ADAPT_KEY, check_view_adapt, config_overrides, wants_view_adapt
 
 
 class SweepSpec(BaseModel):
@@ -59,15 +59,20 @@ def fmt_value(v: Any) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+def _short(key: str) -> str:
+    """A key in a label: its last segment (``views.adapt`` for the view's flag, not to read as embedding.adapt)."""
+    return "views.adapt" if key == VIEW_ADAPT_KEY else key.split(".")[-1]
+
+
 def expand(spec: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
     """(label, overrides) for every config: the grid's cartesian product, then the explicit list."""
     out: list[tuple[str, dict[str, Any]]] = []
     keys = list(spec.grid)
     for values in itertools.product(*(spec.grid[k] for k in keys)) if keys else []:
         ov = dict(zip(keys, values))
-        out.append((", ".join(f"{k.split('.')[-1]}={fmt_value(v)}" for k, v in ov.items()), ov))
+        out.append((", ".join(f"{_short(k)}={fmt_value(v)}" for k, v in ov.items()), ov))
     for ov in spec.configs:
-        out.append((", ".join(f"{k.split('.')[-1]}={fmt_value(v)}" for k, v in ov.items()) or "base", dict(ov)))
+        out.append((", ".join(f"{_short(k)}={fmt_value(v)}" for k, v in ov.items()) or "base", dict(ov)))
     seen: set[str] = set()
     uniq = []
     for label, ov in out:
@@ -89,6 +94,8 @@ def resolve(spec: SweepSpec, extra: list[str] | None = None) -> Resolved:
         sets = [*spec.set, *(extra or []), *(f"{k}={fmt_value(v)}" for k, v in config_overrides(ov).items())]
         try:
             cfg = load_config(spec.base, sets)
+            if wants_view_adapt(ov):
+                check_view_adapt(cfg)
         except InputError as exc:
             raise InputError(f"sweep config '{label}': {exc}") from None
         out.append((label, ov, cfg))

@@ -44,6 +44,7 @@ class TuneResult:
     winner_overrides: dict[str, Any]
     per_tag: dict[str, dict[str, float]]
     written: str | None = None
+    winner_trained: dict[str, str] = field(default_factory=dict)  # an adapted winner's folders (eval/sweep/adapted.py)
     holdout: dict[str, Any] | None = None
     holdout_runs: list[dict[str, Any]] = field(default_factory=list)  # the honesty check, one per seed
     indexes: list[dict[str, Any]] = field(default_factory=list)
@@ -75,7 +76,7 @@ def summary_markdown(r: TuneResult) -> str:
              f"- gain {r.gain:+.4f} {_ci(r.gain_ci)}, paired permutation p={r.p:.3g} (alpha {r.alpha})",
              f"- picks per fold: {', '.join(r.picks)}",
              f"- **{r.verdict}**" + (f"; written to `{r.written}`" if r.written else ""), "",
-             "| candidate | " + " | ".join(f"fold {i + 1}" for i in range(r.folds)) + f" | all cases | chosen |",
+             "| candidate | " + " | ".join(f"fold {i + 1}" for i in range(r.folds)) + " | all cases | chosen |",
              "|---|" + "---:|" * (r.folds + 2)]
     for c in r.candidates:
         name = f"**{c.label}**" if c.label == r.winner else c.label

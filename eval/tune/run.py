@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.eval.report import EvalReport
+from ragrig.eval.sweep.adapted import with_trained
 from ragrig.eval.sweep.result import SweepRow
 from ragrig.eval.sweep.parent import mark_parent, run_status
 from ragrig.eval.sweep.run import run_sweep
@@ -102,10 +103,13 @@ def run_tune(spec: TuneSpace, extra: list[str] | None = None, *, configs: Resolv
         runs = [_choose(spec.model_copy(update={"seed": seed}), scores, items, rows, sets, tags, strata, holdout,
                         where) for seed in seeds]
         result = runs[0]
+        result.winner_trained = sweep.trained.get(result.winner, {})  # an adapted winner: its folders
         if holdout is not None:
             result.holdout_runs = [r.holdout for r in runs if r.holdout is not None]
         elif result.significant and write:
-            result.written = write_winner(Path(write), items[labels.index(result.winner)][2], result)
+            trained = result.winner_trained  # the folders it was evaluated with, not the base model
+            result.written = write_winner(Path(write), with_trained(items[labels.index(result.winner)][2], trained),
+                                          result, trained)
         result.indexes = [vars(ix) for ix in sweep.indexes]
         result.parent_run_id = sweep.parent_run_id
         result.seconds = {"evaluate": t1 - t0, "select": time.perf_counter() - t1,
@@ -171,13 +175,16 @@ def _choose(spec: TuneSpace, scores: np.ndarray, items: Resolved, rows: dict[str
     return result
 
 
-def write_winner(path: Path, cfg: Any, r: TuneResult) -> str:
+def write_winner(path: Path, cfg: Any, r: TuneResult, trained: dict[str, str] | None = None) -> str:
+    """The winner's whole config; an adapted winner's with the folders it was evaluated with (``trained``)."""
     from ragrig.retrieval.index.files import write_atomic
 
     head = (f"# Chosen by `ragrig tune` ({r.name}, {r.metric}, {r.folds}-fold nested CV, seed {r.seed}) on "
             f"{', '.join(r.testsets)}:\n# held-out {r.estimate:.4f} vs the default's {r.default_estimate:.4f}, gain "
             f"{r.gain:+.4f} [{r.gain_ci[0]:.4f}, {r.gain_ci[1]:.4f}], p={r.p:.3g}.\n# Overrides: "
             f"{describe(r.winner_overrides)}\n")
+    if trained:
+        head += f"# Trained by `ragrig adapt` (set below): {describe(trained)}\n"
     write_atomic(path, (head + cfg.to_yaml()).encode())
     return str(path)
 

@@ -16,7 +16,7 @@ from pydantic import Field
 from ragrig.configs.errors import InputError
 from ragrig.configs.load import DEFAULT_CONFIG
 from ragrig.eval.metrics import METRICS
-from ragrig.eval.sweep.adapted import wants_adapt
+from ragrig.eval.sweep.adapted import flags
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, fmt_value, load_sweep, resolve
 
 DEFAULT_LABEL = "default"
@@ -75,9 +75,9 @@ def resolve_space(spec: TuneSpace, extra: list[str] | None = None) -> Resolved:
         items = [(", ".join(f"{k}={fmt_value(v)}" for k, v in ov.items()) or label, ov, cfg) for label, ov, cfg in items]
     default = [it for it in items if not it[1]]
     out = [(DEFAULT_LABEL, {}, default[0][2])]
-    seen = {default[0][2].model_dump_json() + "|False"}
+    seen = {default[0][2].model_dump_json() + "|" + flags({})}
     for it in items:  # a candidate that resolves to a config already listed (the default's own values) is left out
-        key = it[2].model_dump_json() + f"|{wants_adapt(it[1])}"  # an adapted candidate differs once trained
+        key = it[2].model_dump_json() + "|" + flags(it[1])  # an adapted candidate differs once trained
         if it[1] and key not in seen:
             seen.add(key)
             out.append(it)

@@ -34,5 +34,8 @@ def print_sweep(result: dict[str, Any]) -> None:
     if best:
         print(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
         print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in best["overrides"].items()))
+        if result.get("trained", {}).get(best["label"]):
+            print("  trained by ragrig adapt: " + " ".join(f"--set {k}={v}"
+                                                          for k, v in result["trained"][best["label"]].items()))
     if result.get("parent_run_id"):
         print(f"mlflow parent run: {result['parent_run_id']}")

@@ -80,5 +80,7 @@ def print_tune(r: dict[str, Any]) -> None:
     print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
         print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in r["winner_overrides"].items()))
+        if r.get("winner_trained"):
+            print("  trained by ragrig adapt: " + " ".join(f"--set {k}={v}" for k, v in r["winner_trained"].items()))
     if r.get("parent_run_id"):
         print(f"mlflow parent run: {r['parent_run_id']}")
