@@ -49,21 +49,32 @@ def check_view_adapt(cfg: RagrigConfig) -> None:
     v = cfg.retrieval.views
     if not v.second_model:
         raise InputError(f"{VIEW_ADAPT_KEY}: true needs retrieval.views.second_model (the view's model to train)")
-    if v.second_backend == "onnx":
-        raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model, which needs a torch model: "
-                         "set retrieval.views.second_backend: torch (or auto for a torch model)")
     if cfg.retrieval.fusion.weights.get("vector2", 0.0) <= 0:
         raise InputError(f"{VIEW_ADAPT_KEY}: true, but retrieval.fusion.weights.vector2 is 0: the view is not fused")
+    from ragrig.retrieval.adapt.run import torch_model
+    from ragrig.retrieval.encoders.catalog import packaged
+
+    emb = _view_embedding(cfg)
+    converted = (form := packaged(emb.model, "torch")) is not None and form.converted
+    if v.second_backend == "onnx" or (v.second_backend == "auto" and converted):
+        raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model ({v.second_model!r}), which "
+                         f"runs as ONNX under retrieval.views.second_backend: {v.second_backend}; set it to torch")
+    torch_model(cfg.model_copy(update={"embedding": emb}))  # any other refusal, worded as adapt's
+
+
+def _view_embedding(cfg: RagrigConfig) -> EmbeddingConfig:
+    """The view's model as a main encoder (its defaults otherwise; the run settings and the recipe kept)."""
+    v, e = cfg.retrieval.views, cfg.embedding
+    return EmbeddingConfig(model=str(v.second_model), backend=v.second_backend, batch_size=e.batch_size,
+                           device=e.device, adapt=e.adapt.model_copy(deep=True))
 
 
 def view_source(cfg: RagrigConfig) -> RagrigConfig:
-    """The config whose main encoder is ``cfg``'s view model (its defaults otherwise; the run settings and the
-    recipe kept): the index ``ragrig adapt`` trains the view's model on."""
+    """The config whose main encoder is ``cfg``'s view model: the index ``ragrig adapt`` trains the view's model
+    on."""
     check_view_adapt(cfg)
-    v, e = cfg.retrieval.views, cfg.embedding
     out = cfg.model_copy(deep=True)
-    out.embedding = EmbeddingConfig(model=v.second_model, backend=v.second_backend, batch_size=e.batch_size,
-                                    device=e.device, adapt=e.adapt.model_copy(deep=True))
+    out.embedding = _view_embedding(cfg)
     out.retrieval.fusion.weights = {"bm25": 1.0, "vector": 1.0, "vector2": 0.0}  # its own view is not needed
     return out
 

@@ -125,7 +125,10 @@ def test_an_adapted_view_candidate_is_kept_apart_and_checked_before_any_work(tmp
     assert items[1][2] == items[2][2]  # one config until materialize trains the view
     for bad, why in [("retrieval.views.second_model: null, retrieval.fusion.weights.vector2: 0",
                       "needs retrieval.views.second_model"),
-                     ("retrieval.views.second_backend: onnx", "needs a torch model"),
+                     ("retrieval.views.second_backend: onnx", "runs as ONNX under retrieval.views.second_backend: "
+                                                              "onnx; set it to torch"),
+                     ("retrieval.views.second_model: bge-small-en-v1.5", "'bge-small-en-v1.5'.* runs as ONNX under "
+                                                                          "retrieval.views.second_backend: auto"),
                      ("retrieval.fusion.weights.vector2: 0", "the view is not fused")]:
         space.write_text(f"name: s\nset: [eval.ragas=false]\nconfigs:\n  - {{retrieval.views.adapt: true, {bad}}}\n")
         with pytest.raises(InputError, match=f"candidate .*retrieval.views.adapt: true.*{why}"):
@@ -146,7 +149,8 @@ def test_an_adapted_winner_is_written_with_the_folders_it_was_evaluated_with(tmp
     cases = load_testset(testset)
     space = tmp_path / "space.yaml"
     space.write_text(f"name: s\nset: [eval.ragas=false, mlflow.enabled=false]\ntestsets: [{testset}]\n"
-                     "configs:\n  - {embedding.adapt: true, retrieval.views.adapt: true}\nmetric: ndcg@10\nfolds: 5\n")
+                     "configs:\n  - {embedding.adapt: true, retrieval.views.adapt: true, "
+                     "retrieval.views.second_model: all-MiniLM-L6-v2}\nmetric: ndcg@10\nfolds: 5\n")
     folder = "/models/sample-k-v000001-abc"
     trained = {"retrieval.views.second_model": folder + "-view", "retrieval.views.second_backend": "auto",
                "embedding.model": folder}
