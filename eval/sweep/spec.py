@@ -59,6 +59,11 @@ def fmt_value(v: Any) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+def describe(overrides: dict[str, Any]) -> str:
+    """Overrides as ``--set`` flags, values in YAML's spelling (``true``, not Python's ``True``)."""
+    return " ".join(f"--set {k}={fmt_value(v)}" for k, v in overrides.items()) or "(the default)"
+
+
 def _short(key: str) -> str:
     """A key in a label: its last segment (``views.adapt`` for the view's flag, not to read as embedding.adapt)."""
     return "views.adapt" if key == VIEW_ADAPT_KEY else key.split(".")[-1]

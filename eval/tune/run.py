@@ -27,7 +27,8 @@ from ragrig.eval.testset import TestSet, check_distinct, load_testset
 from ragrig.eval.tune.folds import assign_folds, check_folds, split_holdout, stratum
 from ragrig.eval.tune.report import CandidateRow, TuneResult, summary_markdown
 from ragrig.eval.tune.select import bootstrap_ci, decide, nested, per_tag, pick
-from ragrig.eval.tune.space import DEFAULT_LABEL, TuneSpace, describe, resolve_space
+from ragrig.eval.sweep.spec import describe
+from ragrig.eval.tune.space import DEFAULT_LABEL, TuneSpace, resolve_space
 from ragrig.retrieval.executor import IN_PROCESS, Executor
 
 Step = Callable[[int, int, str], None]

@@ -118,7 +118,3 @@ def candidate_keys(items: Resolved) -> list[str]:
     return keys
 
 
-def describe(overrides: dict[str, Any]) -> str:
-    from ragrig.eval.sweep.spec import fmt_value
-
-    return " ".join(f"--set {k}={fmt_value(v)}" for k, v in overrides.items()) or "(the default)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.metrics import SWEEP_SUMMARY
+from ragrig.eval.sweep.spec import describe
 from ragrig.flows.render.console import console, short, styled
 from rich.table import Table
 
@@ -33,9 +34,8 @@ def print_sweep(result: dict[str, Any]) -> None:
               f"{ix['distinct_texts']} distinct chunk texts so far")
     if best:
         print(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
-        print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in best["overrides"].items()))
+        print("  overrides: " + describe(best["overrides"]))
         if result.get("trained", {}).get(best["label"]):
-            print("  trained by ragrig adapt: " + " ".join(f"--set {k}={v}"
-                                                          for k, v in result["trained"][best["label"]].items()))
+            print("  trained by ragrig adapt: " + describe(result["trained"][best["label"]]))
     if result.get("parent_run_id"):
         print(f"mlflow parent run: {result['parent_run_id']}")

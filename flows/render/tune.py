@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ragrig.eval.sweep.spec import describe
 from ragrig.flows.render.console import console, short
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -79,8 +80,8 @@ def print_tune(r: dict[str, Any]) -> None:
               f"{len(runs)}")
     print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
-        print("  overrides: " + " ".join(f"--set {k}={v}" for k, v in r["winner_overrides"].items()))
+        print("  overrides: " + describe(r["winner_overrides"]))
         if r.get("winner_trained"):
-            print("  trained by ragrig adapt: " + " ".join(f"--set {k}={v}" for k, v in r["winner_trained"].items()))
+            print("  trained by ragrig adapt: " + describe(r["winner_trained"]))
     if r.get("parent_run_id"):
         print(f"mlflow parent run: {r['parent_run_id']}")

@@ -66,3 +66,11 @@ grid: {retrieval.fusion.rrf_k: [10, 20]}
     got = resolve(spec, ["retrieval.top_k=9"])
     assert [(label, cfg.retrieval.top_k, cfg.retrieval.fusion.rrf_k) for label, _, cfg in got] == [
         ("rrf_k=10", 9, 10), ("rrf_k=20", 9, 20)]
+
+
+def test_describe_writes_overrides_as_set_flags_in_yaml_spelling():
+    from ragrig.eval.sweep.spec import describe
+
+    assert describe({"retrieval.views.adapt": True, "embedding.adapt.pairs": ["cloze"], "retrieval.top_k": 5}) == (
+        "--set retrieval.views.adapt=true --set embedding.adapt.pairs=[cloze] --set retrieval.top_k=5")
+    assert describe({}) == "(the default)"
