@@ -80,7 +80,13 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return keys, value
 
 
+CANDIDATE_FLAGS = ("embedding.adapt", "retrieval.views.adapt")  # eval/sweep/adapted.py
+
+
 def _apply_override(data: dict[str, Any], keys: list[str], value: Any, item: str) -> None:
+    if ".".join(keys) in CANDIDATE_FLAGS and isinstance(value, bool):
+        raise InputError(f"--set {item!r}: {'.'.join(keys)}: true/false is a candidate in a tune space or sweep file, "
+                         "not a setting; run `ragrig adapt` and set the model to the folder it prints (docs/adapt.md)")
     node: Any = data
     model: type[BaseModel] | None = RagrigConfig
     for i, k in enumerate(keys):

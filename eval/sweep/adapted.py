@@ -107,6 +107,12 @@ def trained_settings(overrides: dict[str, Any], cfg: RagrigConfig) -> dict[str, 
     return out
 
 
+def runnable(overrides: dict[str, Any], trained: dict[str, str]) -> dict[str, Any]:
+    """A candidate's overrides as ``--set`` can take them: its config values, then what training set (the
+    candidate flags are not settings)."""
+    return {**config_overrides(overrides), **trained}
+
+
 def with_trained(cfg: RagrigConfig, settings: dict[str, str]) -> RagrigConfig:
     """``cfg`` (a candidate as resolved) with the settings ``trained_settings`` recorded for it."""
     if "retrieval.views.second_model" in settings:

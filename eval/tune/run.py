@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.eval.report import EvalReport
-from ragrig.eval.sweep.adapted import with_trained
+from ragrig.eval.sweep.adapted import runnable, with_trained
 from ragrig.eval.sweep.result import SweepRow
 from ragrig.eval.sweep.parent import mark_parent, run_status
 from ragrig.eval.sweep.run import run_sweep
@@ -183,7 +183,7 @@ def write_winner(path: Path, cfg: Any, r: TuneResult, trained: dict[str, str] | 
     head = (f"# Chosen by `ragrig tune` ({r.name}, {r.metric}, {r.folds}-fold nested CV, seed {r.seed}) on "
             f"{', '.join(r.testsets)}:\n# held-out {r.estimate:.4f} vs the default's {r.default_estimate:.4f}, gain "
             f"{r.gain:+.4f} [{r.gain_ci[0]:.4f}, {r.gain_ci[1]:.4f}], p={r.p:.3g}.\n# Overrides: "
-            f"{describe(r.winner_overrides)}\n")
+            f"{describe(runnable(r.winner_overrides, trained or {}))}\n")
     if trained:
         head += f"# Trained by `ragrig adapt` (set below): {describe(trained)}\n"
     write_atomic(path, (head + cfg.to_yaml()).encode())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.metrics import SWEEP_SUMMARY
+from ragrig.eval.sweep.adapted import runnable
 from ragrig.eval.sweep.spec import describe
 from ragrig.flows.render.console import console, short, styled
 from rich.table import Table
@@ -34,8 +35,9 @@ def print_sweep(result: dict[str, Any]) -> None:
               f"{ix['distinct_texts']} distinct chunk texts so far")
     if best:
         print(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
-        print("  overrides: " + describe(best["overrides"]))
-        if result.get("trained", {}).get(best["label"]):
-            print("  trained by ragrig adapt: " + describe(result["trained"][best["label"]]))
+        trained = result.get("trained", {}).get(best["label"], {})
+        print("  overrides: " + describe(runnable(best["overrides"], trained)))
+        if trained:
+            print("  trained by ragrig adapt: " + describe(trained))
     if result.get("parent_run_id"):
         print(f"mlflow parent run: {result['parent_run_id']}")

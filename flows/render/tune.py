@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ragrig.eval.sweep.adapted import runnable
 from ragrig.eval.sweep.spec import describe
 from ragrig.flows.render.console import console, short
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -80,7 +81,7 @@ def print_tune(r: dict[str, Any]) -> None:
               f"{len(runs)}")
     print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
-        print("  overrides: " + describe(r["winner_overrides"]))
+        print("  overrides: " + describe(runnable(r["winner_overrides"], r.get("winner_trained") or {})))
         if r.get("winner_trained"):
             print("  trained by ragrig adapt: " + describe(r["winner_trained"]))
     if r.get("parent_run_id"):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from ragrig.configs.errors import InputError
 
+from ragrig.configs.load import load_config
 from ragrig.eval.sweep import adapted
 from ragrig.eval.tune.space import load_space, resolve_space
 from ragrig.retrieval.executor import Executor
@@ -171,3 +172,8 @@ def test_an_adapted_winner_is_written_with_the_folders_it_was_evaluated_with(tmp
     assert cfg["embedding"]["model"] == folder
     assert cfg["retrieval"]["views"] == {"second_model": folder + "-view", "second_backend": "auto"}
     assert f"# Trained by `ragrig adapt` (set below): --set retrieval.views.second_model={folder}-view" in text
+    # the head's overrides are runnable: the flags are not settings, the folders are
+    overrides = next(line for line in text.splitlines() if line.startswith("# Overrides: "))
+    assert "adapt=true" not in overrides and f"--set embedding.model={folder}" in overrides
+    assert load_config(overrides=[o.strip() for o in overrides.removeprefix("# Overrides: ").split("--set ") if o.strip()]
+                       ).embedding.model == folder

@@ -83,3 +83,14 @@ def test_a_dead_scheduler_fails_the_prefect_task_runner_too():
     with pytest.raises(SchedulerUnreachable, match="no Dask scheduler answers"):
         task_runner_for(load_config(overrides=["flow.runner=dask", f"flow.address={_dead_address()}",
                                                "flow.connect_timeout_s=2"]))
+
+
+@pytest.mark.parametrize("key", ["embedding.adapt", "retrieval.views.adapt"])
+def test_a_candidate_flag_given_as_a_setting_says_what_it_is(key):
+    """tune printed `--set embedding.adapt=true` for an adapted winner until 2026-11-28; a user who copies such a
+    flag gets told what it is and what to do, not a pydantic type error or an unknown key."""
+    with pytest.raises(InputError) as exc:
+        load_config(overrides=[f"{key}=true"])
+    line = str(exc.value)
+    assert "\n" not in line and f"{key}: true/false is a candidate in a tune space or sweep file" in line
+    assert "ragrig adapt" in line
