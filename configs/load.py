@@ -80,13 +80,18 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return keys, value
 
 
-CANDIDATE_FLAGS = ("embedding.adapt", "retrieval.views.adapt")  # eval/sweep/adapted.py
+CANDIDATE_FLAGS = {  # eval/sweep/adapted.py: what each asks for, done by hand
+    "embedding.adapt": "run `ragrig adapt` and --set embedding.model=<the folder it prints>",
+    "retrieval.views.adapt": "run `ragrig adapt --set embedding.model=<the view's model>` and --set "
+                             "retrieval.views.second_model=<the folder it prints>",
+}
 
 
 def _apply_override(data: dict[str, Any], keys: list[str], value: Any, item: str) -> None:
-    if ".".join(keys) in CANDIDATE_FLAGS and isinstance(value, bool):
-        raise InputError(f"--set {item!r}: {'.'.join(keys)}: true/false is a candidate in a tune space or sweep file, "
-                         "not a setting; run `ragrig adapt` and set the model to the folder it prints (docs/adapt.md)")
+    dotted = ".".join(keys)
+    if dotted in CANDIDATE_FLAGS and not isinstance(value, dict):  # embedding.adapt's own settings are a mapping
+        raise InputError(f"--set {item!r}: {dotted}: true/false is a candidate flag in a tune space or sweep file, "
+                         f"not a setting; by hand: {CANDIDATE_FLAGS[dotted]} (docs/adapt.md)")
     node: Any = data
     model: type[BaseModel] | None = RagrigConfig
     for i, k in enumerate(keys):

@@ -59,7 +59,11 @@ def check_view_adapt(cfg: RagrigConfig) -> None:
     if v.second_backend == "onnx" or (v.second_backend == "auto" and converted):
         raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model ({v.second_model!r}), which "
                          f"runs as ONNX under retrieval.views.second_backend: {v.second_backend}; set it to torch")
-    torch_model(cfg.model_copy(update={"embedding": emb}))  # any other refusal, worded as adapt's
+    try:
+        torch_model(cfg.model_copy(update={"embedding": emb}))
+    except InputError as exc:  # adapt's refusal, about the setting that names the view's model
+        why = str(exc).removeprefix("embedding.model: ").replace("embedding.model", "retrieval.views.second_model")
+        raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model: {why}") from None
 
 
 def _view_embedding(cfg: RagrigConfig) -> EmbeddingConfig:

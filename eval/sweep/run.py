@@ -20,7 +20,7 @@ from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.eval.evaluate import resolve_all
 from ragrig.eval.report import EvalReport
-from ragrig.eval.sweep.adapted import materialize, trained_settings
+from ragrig.eval.sweep.adapted import materialize, runnable, trained_settings
 from ragrig.eval.sweep.parent import child_options, finish_parent, log_failed_child, run_status, start_parent
 from ragrig.eval.sweep.remote import evaluate_config, evaluate_rows, logs_in_tasks
 from ragrig.eval.sweep.result import IndexStats, SweepResult, SweepRow
@@ -116,7 +116,7 @@ def _run_mapped(spec: SweepSpec, groups: list[list[Item]], sets: list[TestSet], 
     calls, logs = [], []
     for items, version in zip(groups, versions):
         for label, ov, cfg in items:
-            log = child_options(parent, spec, label, ov)
+            log = child_options(parent, spec, label, runnable(ov, result.trained.get(label, {})))
             logs.append((cfg, log))
             calls.append((_home_pinned(items[0][2]), version.version, label, ov, _home_pinned(cfg), sets,
                           log if logs_in_tasks(cfg) else None))
@@ -153,7 +153,7 @@ def _run_group(spec: SweepSpec, items: list[Item], sets: list[TestSet], result: 
     resolved = resolve_all(sets, version.documents_by_id)
     for label, ov, cfg in items:
         interrupts.check()  # a Ctrl-C a library swallowed (retrieval/interrupts.py) stops the sweep here
-        log = child_options(parent, spec, label, ov)
+        log = child_options(parent, spec, label, runnable(ov, result.trained.get(label, {})))
         for row, report in evaluate_rows(cfg, label, ov, sets, retriever, resolved, memo, log, executor):
             result.rows.append(row)
             if on_report is not None:

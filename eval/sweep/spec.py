@@ -70,7 +70,8 @@ def _short(key: str) -> str:
 
 
 def expand(spec: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
-    """(label, overrides) for every config: the grid's cartesian product, then the explicit list."""
+    """(label, overrides) for every config: the grid's cartesian product, then the explicit list; the labels
+    distinct (rows, trained folders and MLflow runs are keyed by them)."""
     out: list[tuple[str, dict[str, Any]]] = []
     keys = list(spec.grid)
     for values in itertools.product(*(spec.grid[k] for k in keys)) if keys else []:
@@ -85,6 +86,9 @@ def expand(spec: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
         if key not in seen:
             seen.add(key)
             uniq.append((label, ov))
+    labels = [label for label, _ in uniq]
+    if len(set(labels)) < len(labels):  # short labels (last key segment) collided: the whole keys name each config
+        uniq = [(", ".join(f"{k}={fmt_value(v)}" for k, v in ov.items()) or label, ov) for label, ov in uniq]
     return uniq
 
 

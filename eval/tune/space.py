@@ -17,7 +17,7 @@ from ragrig.configs.errors import InputError
 from ragrig.configs.load import DEFAULT_CONFIG
 from ragrig.eval.metrics import METRICS
 from ragrig.eval.sweep.adapted import flags
-from ragrig.eval.sweep.spec import Resolved, SweepSpec, fmt_value, load_sweep, resolve
+from ragrig.eval.sweep.spec import Resolved, SweepSpec, load_sweep, resolve
 
 DEFAULT_LABEL = "default"
 BUILT_IN = DEFAULT_CONFIG.parent / "tune" / "first.yaml"
@@ -70,9 +70,6 @@ def resolve_space(spec: TuneSpace, extra: list[str] | None = None) -> Resolved:
         items = resolve(spec, extra)
     except InputError as exc:
         raise InputError(f"{spec.path or 'space'}: {str(exc).replace('sweep config', 'candidate', 1)}") from None
-    labels = [label for label, _, _ in items]
-    if len(set(labels)) < len(labels):  # short labels (last key segment) collided: use the whole keys
-        items = [(", ".join(f"{k}={fmt_value(v)}" for k, v in ov.items()) or label, ov, cfg) for label, ov, cfg in items]
     default = [it for it in items if not it[1]]
     out = [(DEFAULT_LABEL, {}, default[0][2])]
     seen = {default[0][2].model_dump_json() + "|" + flags({})}

@@ -135,3 +135,41 @@ def test_a_group_is_ingested_with_a_config_that_reads_chroma_when_one_does(make_
     assert plain.ingest_hash() == reads.ingest_hash()  # one index
     assert ingest_config([("a", {}, plain), ("b", {}, reads)]) is reads
     assert ingest_config([("a", {}, plain), ("b", {}, plain)]) is plain
+
+
+@pytest.mark.slow
+def test_an_adapted_candidate_is_evaluated_logged_and_reported_with_its_folder(tmp_path, write_files, monkeypatch,
+                                                                              capsys):
+    """``embedding.adapt: true`` in a sweep: evaluated on the folder training gave it (here a stand-in: the
+    packaged MiniLM's own folder, a local model of its own id), recorded in ``result.trained``, logged as its
+    child's ``embedding.model`` and printed as the runnable overrides."""
+    from mlflow.tracking import MlflowClient
+    from ragrig.configs.models import EmbeddingConfig
+    from ragrig.eval.sweep.spec import resolve as resolve_configs
+    from ragrig.flows.render.sweep import print_sweep
+    from ragrig.retrieval.adapt import run as adapt_run
+    from ragrig.retrieval.encoders.resolve import resolve
+
+    folder = resolve(EmbeddingConfig()).target
+
+    class Trained:
+        model = folder
+
+    monkeypatch.setattr(adapt_run, "adapt", lambda cfg, out, *, progress, executor: Trained())
+    corpus = write_files(tmp_path / "corpus", CORPUS)
+    (tmp_path / "ts.yaml").write_text(TESTSET)
+    p = tmp_path / "sweep.yaml"
+    p.write_text(f"""name: adapted
+set: ["corpus.path={corpus}", "retrieval.synonyms=null", "eval.ragas=false", "eval.testsets=[{tmp_path / 'ts.yaml'}]"]
+configs:
+  - {{embedding.adapt: true, retrieval.fusion.method: rrf}}
+""")
+    result = run_sweep(load_sweep(p), progress=False)
+    (row,) = result.rows
+    assert result.trained == {row.label: {"embedding.model": folder}}
+    assert row.index_key != resolve_configs(load_sweep(p))[0][2].index_key()  # its own index, not the base's
+    assert MlflowClient().get_run(row.run_id).data.params["embedding.model"] == folder
+    print_sweep(result.to_dict())
+    out = capsys.readouterr().out
+    assert f"overrides: --set retrieval.fusion.method=rrf --set embedding.model={folder}" in out
+    assert f"trained by ragrig adapt: --set embedding.model={folder}" in out

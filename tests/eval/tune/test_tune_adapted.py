@@ -130,7 +130,10 @@ def test_an_adapted_view_candidate_is_kept_apart_and_checked_before_any_work(tmp
                                                               "onnx; set it to torch"),
                      ("retrieval.views.second_model: bge-small-en-v1.5", "'bge-small-en-v1.5'.* runs as ONNX under "
                                                                           "retrieval.views.second_backend: auto"),
-                     ("retrieval.fusion.weights.vector2: 0", "the view is not fused")]:
+                     ("retrieval.fusion.weights.vector2: 0", "the view is not fused"),
+                     ("retrieval.views.second_model: BAAI/bge-small-en-v1.5",  # adapt's refusal, about the view
+                      "trains retrieval.views.second_model: .*runs on the onnx backend \\(set "
+                      "retrieval.views.second_model to a torch model")]:
         space.write_text(f"name: s\nset: [eval.ragas=false]\nconfigs:\n  - {{retrieval.views.adapt: true, {bad}}}\n")
         with pytest.raises(InputError, match=f"candidate .*retrieval.views.adapt: true.*{why}"):
             resolve_space(load_space(space))

@@ -92,5 +92,13 @@ def test_a_candidate_flag_given_as_a_setting_says_what_it_is(key):
     with pytest.raises(InputError) as exc:
         load_config(overrides=[f"{key}=true"])
     line = str(exc.value)
-    assert "\n" not in line and f"{key}: true/false is a candidate in a tune space or sweep file" in line
-    assert "ragrig adapt" in line
+    assert "\n" not in line and f"{key}: true/false is a candidate flag in a tune space or sweep file" in line
+    assert "by hand: run `ragrig adapt" in line
+    assert ("retrieval.views.second_model=<the folder" in line) == (key == "retrieval.views.adapt")
+    with pytest.raises(InputError, match=f"{key}: true/false is a candidate flag"):
+        load_config(overrides=[f"{key}=yes please"])
+
+
+def test_the_adapt_recipe_is_still_set_key_by_key_or_whole():
+    assert load_config(overrides=["embedding.adapt.epochs=2"]).embedding.adapt.epochs == 2.0
+    assert load_config(overrides=["embedding.adapt={epochs: 3}"]).embedding.adapt.epochs == 3.0
