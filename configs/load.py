@@ -80,10 +80,12 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return keys, value
 
 
-CANDIDATE_FLAGS = {  # eval/sweep/adapted.py: what each asks for, done by hand
-    "embedding.adapt": "run `ragrig adapt` and --set embedding.model=<the folder it prints>",
-    "retrieval.views.adapt": "run `ragrig adapt --set embedding.model=<the view's model>` and --set "
-                             "retrieval.views.second_model=<the folder it prints>",
+ADAPT_KEY = "embedding.adapt"
+VIEW_ADAPT_KEY = "retrieval.views.adapt"
+CANDIDATE_FLAGS = {  # a tune/sweep candidate's training flags (eval/sweep/adapted.py): what each asks for, by hand
+    ADAPT_KEY: "run `ragrig adapt` and --set embedding.model=<the folder it prints>",
+    VIEW_ADAPT_KEY: "run `ragrig adapt --set embedding.model=<the view's model>` and --set "
+                    "retrieval.views.second_model=<the folder it prints>",
 }
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.configs.errors import InputError
+from ragrig.configs.load import ADAPT_KEY, CANDIDATE_FLAGS, VIEW_ADAPT_KEY
 from ragrig.configs.models import EmbeddingConfig, RagrigConfig
 from ragrig.retrieval.executor import Executor
 
-ADAPT_KEY = "embedding.adapt"
-VIEW_ADAPT_KEY = "retrieval.views.adapt"
-FLAGS = (ADAPT_KEY, VIEW_ADAPT_KEY)
+FLAGS = tuple(CANDIDATE_FLAGS)
 
 
 def wants_adapt(overrides: dict[str, Any]) -> bool:

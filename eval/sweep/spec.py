@@ -10,11 +10,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from ragrig.configs.errors import InputError
-from ragrig.configs.load import load_config
+from ragrig.configs.load import VIEW_ADAPT_KEY, load_config
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
 from ragrig.eval.metrics import HEADLINE
-from ragrig.eval.sweep.adapted import VIEW_ADAPT_KEY, check_view_adapt, config_overrides, wants_view_adapt
+from ragrig.eval.sweep.adapted import check_view_adapt, config_overrides, wants_view_adapt
 
 
 class SweepSpec(BaseModel):
