@@ -66,10 +66,11 @@ def check_view_adapt(cfg: RagrigConfig) -> None:
 
 
 def _view_embedding(cfg: RagrigConfig) -> EmbeddingConfig:
-    """The view's model as a main encoder (its defaults otherwise; the run settings and the recipe kept)."""
-    v, e = cfg.retrieval.views, cfg.embedding
-    return EmbeddingConfig(model=str(v.second_model), backend=v.second_backend, batch_size=e.batch_size,
-                           device=e.device, adapt=e.adapt.model_copy(deep=True))
+    """The view's model as a main encoder: the settings the view runs it with (the recipe kept)."""
+    from ragrig.retrieval.ingest.views import second_embedding
+
+    v = cfg.retrieval.views
+    return second_embedding(cfg.embedding, str(v.second_model), v.second_backend).model_copy(deep=True)
 
 
 def view_source(cfg: RagrigConfig) -> RagrigConfig:

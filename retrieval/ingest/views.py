@@ -44,11 +44,16 @@ def section_groups(chunks: Sequence[Chunk]) -> tuple[list[str], list[list[int]]]
     return texts, groups
 
 
+def second_embedding(embedding: EmbeddingConfig, model: str, backend: str) -> EmbeddingConfig:
+    """The settings of ``model`` run by ``backend`` (``retrieval.views.second_backend``) beside the index's encoder
+    ``embedding`` (its own query instruction, no document prefix; the run settings the index's)."""
+    return embedding.model_copy(update={"model": model, "query_prefix": None, "document_prefix": "",
+                                        "backend": backend})
+
+
 def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path, backend: str) -> Embedder:
-    """The encoder of ``model`` run by ``backend`` (``retrieval.views.second_backend``) beside the index's (its own
-    query instruction, no document prefix)."""
-    return Embedder(embedding.model_copy(update={"model": model, "query_prefix": None, "document_prefix": "",
-                                                  "backend": backend}), memo_file=memo_file)
+    """The encoder of the second view (``second_embedding``)."""
+    return Embedder(second_embedding(embedding, model, backend), memo_file=memo_file)
 
 
 def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *, progress: bool = False,
