@@ -50,12 +50,10 @@ def check_view_adapt(cfg: RagrigConfig) -> None:
         raise InputError(f"{VIEW_ADAPT_KEY}: true needs retrieval.views.second_model (the view's model to train)")
     if cfg.retrieval.fusion.weights.get("vector2", 0.0) <= 0:
         raise InputError(f"{VIEW_ADAPT_KEY}: true, but retrieval.fusion.weights.vector2 is 0: the view is not fused")
-    from ragrig.retrieval.adapt.run import torch_model
-    from ragrig.retrieval.encoders.catalog import packaged
+    from ragrig.retrieval.adapt.run import int8_by_default, torch_model
 
     emb = _view_embedding(cfg)
-    converted = (form := packaged(emb.model, "torch")) is not None and form.converted
-    if v.second_backend == "onnx" or (v.second_backend == "auto" and converted):
+    if emb.backend == "onnx" or int8_by_default(emb):
         raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model ({v.second_model!r}), which "
                          f"runs as ONNX under retrieval.views.second_backend: {v.second_backend}; set it to torch")
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.errors import InputError
-from ragrig.configs.models import RagrigConfig
+from ragrig.configs.models import EmbeddingConfig, RagrigConfig
 from ragrig.retrieval.adapt import negatives, output
 from ragrig.retrieval.adapt.pairs import Pair, counts, make_pairs, sample
 from ragrig.retrieval.adapt.train import OnStep, train
@@ -59,12 +59,18 @@ class AdaptResult:
         return asdict(self)
 
 
-def torch_model(cfg: RagrigConfig) -> ModelRef:
-    """The configured encoder, refused in one line unless it runs on sentence-transformers (torch)."""
+def int8_by_default(embedding: EmbeddingConfig) -> bool:
+    """Whether ``embedding`` runs a packaged int8 graph that has a float torch form only under ``backend: torch``
+    (bge-small-en-v1.5 under auto: the form adapt cannot train)."""
     from ragrig.retrieval.encoders.catalog import packaged
 
-    if cfg.embedding.backend == "auto" and (torch_form := packaged(cfg.embedding.model, "torch")) is not None \
-            and torch_form.converted:
+    form = packaged(embedding.model, "torch") if embedding.backend == "auto" else None
+    return form is not None and form.converted
+
+
+def torch_model(cfg: RagrigConfig) -> ModelRef:
+    """The configured encoder, refused in one line unless it runs on sentence-transformers (torch)."""
+    if int8_by_default(cfg.embedding):
         raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "
                          f"{cfg.embedding.model!r} runs as int8 ONNX by default: set embedding.backend: torch to "
                          "adapt the float copy of its weights (and ingest with it first: adapt learns from that "
