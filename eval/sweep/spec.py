@@ -64,9 +64,16 @@ def describe(overrides: dict[str, Any]) -> str:
     return " ".join(f"--set {k}={fmt_value(v)}" for k, v in overrides.items()) or "(the default)"
 
 
+GENERIC = frozenset({"enabled", "weight"})  # last segments that do not say what they switch or weigh
+
+
 def _short(key: str) -> str:
-    """A key in a label: its last segment (``views.adapt`` for the view's flag, not to read as embedding.adapt)."""
-    return "views.adapt" if key == VIEW_ADAPT_KEY else key.split(".")[-1]
+    """A key in a label: its last segment, or its last two where the last alone says nothing (``rerank.enabled``,
+    ``rerank.weight``; ``views.adapt`` for the view's flag, not to read as embedding.adapt)."""
+    if key == VIEW_ADAPT_KEY:
+        return "views.adapt"
+    parts = key.split(".")
+    return ".".join(parts[-2:]) if parts[-1] in GENERIC else parts[-1]
 
 
 def expand(spec: SweepSpec) -> list[tuple[str, dict[str, Any]]]:

@@ -74,3 +74,17 @@ def test_describe_writes_overrides_as_set_flags_in_yaml_spelling():
     assert describe({"retrieval.views.adapt": True, "embedding.adapt.pairs": ["cloze"], "retrieval.top_k": 5}) == (
         "--set retrieval.views.adapt=true --set embedding.adapt.pairs=[cloze] --set retrieval.top_k=5")
     assert describe({}) == "(the default)"
+
+
+def test_labels_name_what_a_generic_key_switches(tmp_path):
+    """A key's last segment labels it, unless it says nothing alone: `enabled=true, weight=0.5` read as nothing a
+    user could find in their config; the rerank stage's keys keep their section."""
+    spec = load_sweep(write_sweep(tmp_path, """name: s
+configs:
+  - {retrieval.rerank.enabled: true}
+  - {retrieval.rerank.enabled: true, retrieval.rerank.weight: 0.5, retrieval.fusion.weights.vector: 1.5}
+  - {retrieval.views.adapt: true, retrieval.views.second_model: all-MiniLM-L6-v2, embedding.adapt: true}
+"""))
+    assert [label for label, _ in expand(spec)] == [
+        "rerank.enabled=true", "rerank.enabled=true, rerank.weight=0.5, vector=1.5",
+        "views.adapt=true, second_model=all-MiniLM-L6-v2, adapt=true"]

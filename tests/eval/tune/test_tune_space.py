@@ -65,5 +65,5 @@ def test_a_missing_encoder_or_cross_encoder_fails_before_any_work(tmp_path):
     with pytest.raises(InputError, match=r"candidate 'model=.*backend=onnx': embedding.backend: onnx needs a local"):
         resolve_space(load_space(p))
     p = space(tmp_path, "name: s\nconfigs: [{retrieval.rerank.enabled: true, retrieval.rerank.model: nope}]\n")
-    with pytest.raises(InputError, match=r"candidate 'enabled=true, model=nope': retrieval.rerank.model: 'nope'"):
+    with pytest.raises(InputError, match=r"candidate 'rerank.enabled=true, model=nope': retrieval.rerank.model: 'nope'"):
         resolve_space(load_space(p))
