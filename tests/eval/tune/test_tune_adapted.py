@@ -42,6 +42,9 @@ def test_every_shipped_corpus_space_has_the_second_encoder_and_adapted_candidate
             swapped = {"embedding.model": "bge-small-en-v1.5", "embedding.backend": "torch",
                        "retrieval.views.second_model": "all-MiniLM-L6-v2", "retrieval.views.adapt": True}
             assert swapped in configs and adapted.wants_view_adapt(swapped), name
+            # E30: the rerank stage on top of the float view and of the swapped pair
+            assert {"retrieval.views.second_backend": "torch", "retrieval.rerank.enabled": True} in configs, name
+            assert {**swapped, "retrieval.rerank.enabled": True} in configs, name
     assert {"retrieval.fusion.weights.vector2": 0} in load_space(ROOT / "configs" / "tune" / "first.yaml").configs
 
 
