@@ -17,7 +17,7 @@ def register(sub: Any) -> None:
                    help="the model folder (default: <home>/models/<index>-<version>-<recipe hash>/, reused when "
                    "it already holds this training)")
     p.add_argument("--force", action="store_true", help="train again even when the folder holds this training "
-                   "(an existing --output folder is replaced whole)")
+                   "(an existing --output folder that adapt wrote is replaced whole)")
     p.add_argument("--no-compare", action="store_true", help="skip the comparison with the base model")
     p.add_argument("--output-json", metavar="FILE", help="write the result (model, pairs, steps, seconds, ...)")
     p.add_argument("--no-prefect", action="store_true", help="run the plain sequence without a Prefect flow")
@@ -31,6 +31,12 @@ def cmd_adapt(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.retrieval.adapt.run import preflight
 
     preflight(cfg)  # a non-torch encoder, no published index: one line before anything loads
+    if args.output_dir:  # a file, a folder adapt did not write, nowhere writable: one line before any work
+        from pathlib import Path
+
+        from ragrig.retrieval.adapt.output import check_output
+
+        check_output(Path(args.output_dir).expanduser().resolve(), args.force)
     progress, compare = not args.quiet, not args.no_compare
     if args.no_prefect:
         from ragrig.eval.adapt import run_adapt

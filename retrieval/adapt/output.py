@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,6 +72,30 @@ def clear_leftovers(target: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
+def check_output(target: Path, replace: bool) -> None:
+    """A folder the user named (``--output``) can take the model, or one line before any work: never a file, an
+    existing folder only with ``replace`` and only one adapt wrote (or an empty one: ``--force`` must not wipe a
+    project folder given by mistake), and somewhere this process can write."""
+    if target.exists() or target.is_symlink():
+        if not target.is_dir():
+            raise InputError(f"--output {target} is not a folder; name a folder for the model (a file is never "
+                             "replaced)")
+        if not replace:
+            raise InputError(f"--output {target} exists; remove it, choose another folder, or pass --force")
+        if read_record(target) is None and any(target.iterdir()):
+            raise InputError(f"--output {target} holds files ragrig adapt did not write; --force replaces only a "
+                             "model folder adapt wrote (or an empty folder): choose another folder")
+    ancestor = target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"--output {target}: {ancestor} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".ragrig-write-", dir=ancestor))
+    except OSError as exc:
+        raise InputError(f"--output {target}: cannot write in {ancestor} ({exc.strerror or exc})") from None
+
+
 @contextmanager
 def placed(target: Path, replace: bool) -> Iterator[Path]:
     """Yield a temp folder path (not created) to write the model into; on success it is renamed to ``target``
@@ -81,7 +106,7 @@ def placed(target: Path, replace: bool) -> Iterator[Path]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create {target.parent}: {exc.strerror or exc}") from None
+        raise InputError(f"--output {target}: cannot create {target.parent} ({exc.strerror or exc})") from None
     clear_leftovers(target)
     tmp = _temp(target)
     try:

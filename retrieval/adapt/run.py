@@ -144,6 +144,8 @@ def fit(cfg: RagrigConfig, prep: Prepared, force: bool, progress: bool, on_step:
     found = output.read_record(prep.target) if prep.default_target and not force else None
     if found is not None and found.get("recipe_hash") == digest:
         return {**found, "reused": True, "train_seconds": 0.0, "device": resolve_device(cfg.embedding.device)}
+    if not prep.default_target:  # the user's folder: checked again after the pairs were made (it may have changed)
+        output.check_output(prep.target, force)
     device = resolve_device(cfg.embedding.device)
     with output.placed(prep.target, replace=force or prep.default_target) as tmp:
         stats = train(prep.pairs, prep.base, tmp, recipe, device, progress=progress, on_step=on_step)

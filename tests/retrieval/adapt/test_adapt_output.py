@@ -101,3 +101,49 @@ def test_the_recipe_is_validated_like_every_section(make_config) -> None:
         with pytest.raises(InputError) as err:
             make_config(None, bad)
         assert key in str(err.value) and "\n" not in str(err.value), (bad, str(err.value))
+
+
+def test_a_user_output_is_never_a_file_or_a_folder_adapt_did_not_write(tmp_path: Path) -> None:
+    """--force replaced whatever --output named: a file (left as a hidden .old- copy) or a project folder (wiped).
+    Now only a folder adapt wrote, or an empty one, is replaced; the rest is refused and untouched."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    project = tmp_path / "proj"
+    (project / "sub").mkdir(parents=True)
+    (project / "notes.md").write_text("mine")
+    for target, says in ((precious, "is not a folder"), (project, "holds files ragrig adapt did not write")):
+        for replace in (False, True):
+            with pytest.raises(InputError, match=says if replace or target is precious else "exists; remove it"):
+                output.check_output(target, replace)
+    assert precious.read_text() == "keep me" and (project / "notes.md").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt", "proj"]
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    output.write_record(ours, {"recipe_hash": "abc"})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for target in (ours, empty, tmp_path / "new" / "deeper"):
+        output.check_output(target, replace=True)  # accepted
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
+def test_a_user_output_nowhere_writable_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file.yaml").write_text("x")
+    with pytest.raises(InputError, match=r"^--output .*file.yaml/model: .*file.yaml is a file, not a folder$"):
+        output.check_output(tmp_path / "file.yaml" / "model", replace=False)
+    with pytest.raises(InputError, match=r"^--output /proc/ragrig-model: cannot write in /proc \("):
+        output.check_output(Path("/proc/ragrig-model"), replace=False)
+
+
+def test_the_cli_checks_output_before_any_work(published, tmp_path: Path, monkeypatch, capsys) -> None:
+    from ragrig.flows.cli import main
+
+    corpus = published({"a.md": "# A\n\n## One\n\nThe first section's body.\n\n## Two\n\nThe second body.\n"})
+    monkeypatch.setattr(run, "prepare", lambda *a, **k: pytest.fail("work started before --output was checked"))
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    code = main(["adapt", "--no-prefect", "-q", "--no-compare", "--output", str(precious), "--force",
+                 "--set", f"corpus.path={corpus}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "is not a folder" in err[0] and str(precious) in err[0]
+    assert precious.read_text() == "keep me" and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
