@@ -51,14 +51,14 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     (each ingest still runs here, first)."""
     t0 = time.perf_counter()
     configs = configs if configs is not None else resolve(spec, extra)
-    configs = materialize(configs, executor, progress)  # adapted candidates (embedding.adapt: true): trained or found
-    result = SweepResult(spec.name, spec.metric)
-    result.trained = {label: t for label, ov, cfg in configs if (t := trained_settings(ov, cfg))}
     paths = spec.testsets or configs[0][2].eval.testsets
     if not paths:
         raise InputError("sweep: no test set (set 'testsets' in the sweep file or eval.testsets in the base config)")
-    sets = [load_testset(t) for t in paths]
+    sets = [load_testset(t) for t in paths]  # read before any training or ingest: a missing one fails at once
     check_distinct(sets)
+    configs = materialize(configs, executor, progress)  # adapted candidates (embedding.adapt: true): trained or found
+    result = SweepResult(spec.name, spec.metric)
+    result.trained = {label: t for label, ov, cfg in configs if (t := trained_settings(ov, cfg))}
     groups: dict[str, list[Item]] = {}
     for item in configs:
         groups.setdefault(item[2].ingest_hash(), []).append(item)

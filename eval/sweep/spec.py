@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from ragrig.configs.errors import InputError
 from ragrig.configs.load import VIEW_ADAPT_KEY, load_config
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.yamlio import load_yaml
-from ragrig.eval.metrics import HEADLINE
-from ragrig.eval.sweep.adapted import check_view_adapt, config_overrides, wants_view_adapt
+from ragrig.eval.metrics import HEADLINE, METRICS
+from ragrig.eval.sweep.adapted import config_overrides
+from ragrig.eval.sweep.checks import check_candidate, check_flags, check_models
 
 
 class SweepSpec(BaseModel):
@@ -36,6 +37,14 @@ class SweepSpec(BaseModel):
             if not isinstance(v, list) or not v:
                 raise ValueError(f"grid.{k}: needs a non-empty list of values")
         return self
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, metric: str) -> str:
+        name, _, k = metric.partition("@")
+        if name not in METRICS or not k.isdigit() or int(k) < 1:
+            raise ValueError(f"unknown metric {metric!r}; use one of {list(METRICS)} at a k, e.g. ndcg@10")
+        return metric
 
 
 def load_sweep(path: str | Path, model: type[SweepSpec] | None = None) -> SweepSpec:
@@ -104,15 +113,21 @@ Resolved = list[tuple[str, dict[str, Any], RagrigConfig]]
 
 
 def resolve(spec: SweepSpec, extra: list[str] | None = None) -> Resolved:
-    """Validate every config before any work (a bad value fails the sweep at once, naming the config)."""
+    """Validate every config before any work (a bad value fails the sweep at once, naming the config; a bad base
+    or ``set``, which every config shares, names those), and every model the configs name (``checks.py``)."""
+    try:
+        load_config(spec.base, [*spec.set, *(extra or [])])
+    except InputError as exc:
+        raise InputError(f"the base config ({spec.base or 'the defaults'}, with set): {exc}") from None
     out = []
     for label, ov in expand(spec):
         sets = [*spec.set, *(extra or []), *(f"{k}={fmt_value(v)}" for k, v in config_overrides(ov).items())]
         try:
+            check_flags(ov)
             cfg = load_config(spec.base, sets)
-            if wants_view_adapt(ov):
-                check_view_adapt(cfg)
+            check_candidate(ov, cfg)
         except InputError as exc:
             raise InputError(f"sweep config '{label}': {exc}") from None
         out.append((label, ov, cfg))
+    check_models(out)
     return out

