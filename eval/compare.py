@@ -10,6 +10,7 @@ Statistics (``eval.stats``) are paired over the queries both runs answered. The 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -155,7 +156,8 @@ def compare(base: dict[str, Any], cand: dict[str, Any], metrics: tuple[str, ...]
     for i in ids:
         ra, rb = a_rows[i], b_rows[i]
         if hk not in ra["metrics"] or hk not in rb["metrics"]:
-            raise InputError(f"flips need {hk} in both runs")
+            raise InputError(f"-k {k}: flipped queries need {hk} in both runs (an eval reports the k of its "
+                             "eval.k_values)")
         before, after = ra["metrics"][hk] > 0, rb["metrics"][hk] > 0
         if before != after:
             flips.append(Flip(i, ra.get("query", ""), "lost" if before else "gained",
@@ -183,14 +185,38 @@ def load_run(ref: str, tracking_uri: str | None = None) -> tuple[str, dict[str, 
             raise InputError(f"{p}: not a JSON eval report ({exc.msg} at line {exc.lineno})") from None
         except UnicodeDecodeError as exc:
             raise InputError(f"{p}: not a JSON eval report (not UTF-8 text: byte {exc.start})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{p}: not a JSON eval report (a {type(data).__name__}, not an object)")
         if "runs" in data:
-            if len(data["runs"]) != 1:
+            if not isinstance(data["runs"], list) or len(data["runs"]) != 1:
                 raise InputError(f"{p}: holds {len(data['runs'])} runs (one per test set); pass a single-run report")
             data = data["runs"][0]
-        if "per_query" not in data:
+        if not isinstance(data, dict) or "per_query" not in data:
             raise InputError(f"{p}: no per_query rows (is this a `ragrig eval --output-json` file?)")
+        check_report(data, str(p))
         return p.stem, data
-    return _load_mlflow(ref, tracking_uri)
+    name, data = _load_mlflow(ref, tracking_uri)
+    check_report(data, f"MLflow run {ref}")
+    return name, data
+
+
+def check_report(data: Any, where: str) -> None:
+    """An eval report's rows hold what a comparison reads: one row per query id, each metric a finite number;
+    else one line naming the report, the query and the metric."""
+    rows = data.get("per_query") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise InputError(f"{where}: per_query is not a list of rows")
+    seen: set[Any] = set()
+    for n, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str | int) or \
+                not isinstance(row.get("metrics"), dict):
+            raise InputError(f"{where}: per_query[{n}] is not a row with an id and metrics")
+        if row["id"] in seen:
+            raise InputError(f"{where}: query id {row['id']!r} appears twice in per_query")
+        seen.add(row["id"])
+        for m, v in row["metrics"].items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise InputError(f"{where}: query {row['id']!r}: {m} is {v!r}, not a finite number")
 
 
 def _load_mlflow(ref: str, tracking_uri: str | None) -> tuple[str, dict[str, Any]]:

@@ -58,6 +58,7 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
 
     if len(args.runs) < 2:
         raise InputError("compare needs at least two runs: BASELINE CANDIDATE [CANDIDATE …]")
+    check_compare_options(args)
     uri = tracking_uri(cfg)
     base_name, base = load_run(args.runs[0], uri)
     metrics = tuple(args.metric) if args.metric else COMPARED
@@ -73,6 +74,28 @@ def cmd_compare(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     _write_text(args.markdown, "\n\n".join(md))
     write_json(args.output_json, results[0] if len(results) == 1 else {"comparisons": results})
     return 0
+
+
+PERMUTATIONS = (100, 100_000)  # the sign-flip test's resamples: fewer say nothing, more only cost memory
+
+
+def check_compare_options(args: argparse.Namespace) -> None:
+    """The numbers and runs ``compare`` is given, refused in one line naming the option before any run is read."""
+    from pathlib import Path
+
+    lo, hi = PERMUTATIONS
+    if not lo <= args.permutations <= hi:
+        raise InputError(f"compare: --permutations {args.permutations}: between {lo} and {hi}")
+    if args.seed < 0:
+        raise InputError(f"compare: --seed {args.seed}: a whole number, 0 or more")
+    if args.k < 1:
+        raise InputError(f"compare: -k {args.k}: the top k of the flipped queries is 1 or more")
+    seen: set[str] = set()
+    for ref in args.runs:
+        key = str(Path(ref).resolve()) if Path(ref).is_file() else ref
+        if key in seen:
+            raise InputError(f"compare: {ref} is given twice (a run compared with itself shows nothing)")
+        seen.add(key)
 
 
 def _candidates(args: argparse.Namespace, cfg: RagrigConfig, testsets: list[TestSet] | None) -> list[dict[str, Any]]:

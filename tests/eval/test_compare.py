@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from ragrig.configs.errors import InputError
@@ -58,3 +59,48 @@ def test_load_run_from_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(InputError, match="not a JSON eval report"):
         load_run(str(bad))
+
+
+@pytest.mark.parametrize("body, says", [
+    ("null", "not a JSON eval report (a NoneType, not an object)"),
+    ("[1, 2]", "not a JSON eval report (a list, not an object)"),
+    ('{"per_query": {"a": 1}}', "per_query is not a list of rows"),
+    ('{"per_query": [{"id": "a"}]}', "per_query[0] is not a row with an id and metrics"),
+    ('{"per_query": [{"id": "a", "metrics": {"ndcg@10": "abc"}}]}', "query 'a': ndcg@10 is 'abc', not a finite number"),
+    ('{"per_query": [{"id": "a", "metrics": {"ndcg@10": NaN}}]}', "query 'a': ndcg@10 is nan, not a finite number"),
+    ('{"per_query": [{"id": "a", "metrics": {"ndcg@10": true}}]}', "query 'a': ndcg@10 is True, not a finite number"),
+    ('{"per_query": [{"id": "a", "metrics": {}}, {"id": "a", "metrics": {}}]}', "query id 'a' appears twice"),
+])
+def test_a_malformed_report_is_one_line_naming_file_query_and_metric(tmp_path, body, says):
+    """A report ``compare`` cannot read as numbers failed inside numpy (UFuncTypeError, TypeError) or printed nan
+    deltas; a repeated id was silently collapsed."""
+    p = tmp_path / "run.json"
+    p.write_text(body)
+    with pytest.raises(InputError, match="^" + re.escape(f"{p}: {says}")):
+        load_run(str(p))
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--permutations", "-1"], "--permutations -1: between 100 and 100000"),
+    (["--permutations", "0"], "--permutations 0: between 100 and 100000"),
+    (["--permutations", "2000000000"], "--permutations 2000000000: between"),
+    (["--seed", "-1"], "--seed -1: a whole number, 0 or more"),
+    (["-k", "0"], "-k 0: the top k of the flipped queries is 1 or more"),
+    (["SAME"], "is given twice"),
+])
+def test_compare_options_are_checked_before_any_run_is_read(tmp_path, capsys, args, says):
+    from ragrig.flows.cli import main
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(BASE))
+    b.write_text(json.dumps(CAND))
+    runs = [str(a), str(a)] if args == ["SAME"] else [str(a), str(b)]
+    extra = [] if args == ["SAME"] else args
+    assert main(["compare", *runs, *extra, "--set", f"home={tmp_path / 'home'}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+
+
+def test_a_k_the_runs_do_not_hold_names_the_option():
+    with pytest.raises(InputError, match=r"^-k 5: flipped queries need hit_rate@5 in both runs"):
+        compare(BASE, CAND, metrics=("ndcg@10",), k=5)

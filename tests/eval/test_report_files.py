@@ -21,7 +21,9 @@ def _one_line(capsys) -> str:
 
 
 def test_compare_names_a_binary_file(binary, capsys):
-    assert main(["compare", str(binary), str(binary)]) == 2
+    other = binary.with_name("other.json")
+    other.write_bytes(binary.read_bytes())
+    assert main(["compare", str(binary), str(other)]) == 2
     assert _one_line(capsys) == f"error: {binary}: not a JSON eval report (not UTF-8 text: byte 0)"
 
 
