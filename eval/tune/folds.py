@@ -21,13 +21,16 @@ def stratum(tags: Sequence[str]) -> str:
     return tags[0] if tags else UNTAGGED
 
 
-def check_folds(k: int, strata: Sequence[str], where: str, stratify: bool = True) -> None:
-    """k against the cases: one line naming the test set, the value and what to change."""
+def check_folds(k: int, strata: Sequence[str], where: str, stratify: bool = True, holdout: bool = False) -> None:
+    """k against the cases (``holdout``: the tuning part left by --holdout-fraction): one line naming the test set,
+    the value and what to change (a change that is itself allowed)."""
     n = len(strata)
     if k < 2:
         raise InputError(f"{where}: folds={k}: cross-validation needs at least 2 folds")
     if k > n:
-        raise InputError(f"{where}: folds={k} is larger than the test set's {n} cases; use --folds {n} or fewer")
+        fix = f"use --folds {n} or fewer" if n >= 2 else "cross-validation needs at least 2 cases (give more cases" + (
+            ", or a smaller --holdout-fraction)" if holdout else ")")
+        raise InputError(f"{where}: folds={k} is larger than the test set's {n} case{'s' if n != 1 else ''}; {fix}")
     if stratify:
         counts: dict[str, int] = {}
         for s in strata:

@@ -131,7 +131,7 @@ def _split(strata: list[str], holdout: float | None, seed: int, spec: TuneSpace,
     held = split_holdout(strata, holdout, seed) if holdout is not None else np.zeros(len(strata), dtype=bool)
     tune_idx = np.nonzero(~held)[0]
     check_folds(spec.folds, [strata[i] for i in tune_idx], where + (" (the tuning part)" if holdout else ""),
-                spec.stratify)
+                spec.stratify, holdout=holdout is not None)
     return held, tune_idx, assign_folds([strata[i] for i in tune_idx], spec.folds, seed, spec.stratify)
 
 

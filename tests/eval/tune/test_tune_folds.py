@@ -57,6 +57,17 @@ def test_bad_folds_name_the_file_value_and_fix(k, strata, message):
     assert "\n" not in str(err.value)
 
 
+def test_one_case_is_never_told_to_use_one_fold():
+    """One case left (a small test set, or a large --holdout-fraction): the fix offered is one the options accept
+    (folds has a minimum of 2), not "use --folds 1 or fewer"."""
+    with pytest.raises(InputError, match=r"^ts.yaml: folds=2 is larger than the test set's 1 case; cross-validation "
+                                         r"needs at least 2 cases \(give more cases\)$"):
+        check_folds(2, ["a"], "ts.yaml")
+    with pytest.raises(InputError, match=r"give more cases, or a smaller --holdout-fraction\)$") as err:
+        check_folds(2, ["a"], "ts.yaml (the tuning part)", holdout=True)
+    assert "--folds 1" not in str(err.value)
+
+
 def test_small_tag_is_fine_without_stratification():
     check_folds(3, ["a"] * 5 + ["broad"] * 2, "ts.yaml", stratify=False)
 
