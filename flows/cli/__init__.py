@@ -17,6 +17,7 @@ from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
 from ragrig.flows.cli import adapt, compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
 from ragrig.flows.cli.common import check_outputs, quiet_env, runner_overrides
+from ragrig.retrieval import interrupts
 
 GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, adapt, index, testsets, diff)  # the order of `ragrig --help`
 
@@ -39,9 +40,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     code = _run(args)
+    if argv is None and interrupts.terminated():
+        _die_of_sigterm()
     if argv is None and getattr(args, "quick_exit", False):
         _quick_exit(code)
     return code
+
+
+def _die_of_sigterm() -> None:
+    """After SIGTERM's clean-up (``retrieval/interrupts.py``), end as the signal would have: a supervisor reads
+    "killed by SIGTERM", not an exit code of ragrig's."""
+    import os
+    import signal
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _quick_exit(code: int) -> None:
@@ -61,7 +79,6 @@ def _quick_exit(code: int) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ragrig.flows.logs import configure
-    from ragrig.retrieval import interrupts
 
     configure(json_logs=args.log_json, level=args.log_level)
     previous = interrupts.install()
@@ -77,17 +94,23 @@ def _run(args: argparse.Namespace) -> int:
     except RagrigError as exc:  # bad input (2), a failed run (1), locked (3): one line, the traceback on DEBUG
         return _fail(f"error: {exc}", exc.exit_code, args.log_level)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except Exception as exc:  # a run that failed for another reason (a library, the machine): exit 1
         if interrupts.seen() or _from_interrupt(exc):  # Ctrl-C, wrapped by Python or a library on its way up
-            print("interrupted", file=sys.stderr)
-            return 130
+            return _interrupted()
         first = (str(exc).strip().splitlines() or [""])[0]
         hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
         return _fail(f"error: {type(exc).__name__}: {first}{hint}", 1, args.log_level)
     finally:
         interrupts.restore(previous)
+
+
+def _interrupted() -> int:
+    if interrupts.terminated():
+        print("terminated (SIGTERM)", file=sys.stderr)
+        return 143
+    print("interrupted", file=sys.stderr)
+    return 130
 
 
 def _from_interrupt(exc: BaseException) -> bool:

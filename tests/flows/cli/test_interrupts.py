@@ -50,3 +50,23 @@ def test_a_swallowed_sigint_is_raised_at_the_next_check_and_the_run_is_killed():
     assert interrupts.install() is not None and not interrupts.seen()  # the next command starts clear
     interrupts.restore(previous)
     assert run_status(RuntimeError("a real failure")) == "FAILED"
+
+
+def test_sigterm_is_an_interrupt_that_cleans_up_then_exit_143(monkeypatch, capsys):
+    """SIGTERM (a scheduler's or supervisor's stop) used to end the process at once, running no clean-up: an
+    adapt's scratch folder, an ingest's staging, an MLflow run left RUNNING. It now unwinds like Ctrl-C."""
+    cleaned = []
+
+    def stopped(args, cfg):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            cleaned.append(True)
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(index_cli, "cmd_health", stopped)
+    assert cli.main(["health"]) == 143  # in-process (argv given): returned; the script then dies of SIGTERM
+    assert cleaned == [True] and interrupts.terminated()
+    assert capsys.readouterr().err.strip().splitlines() == ["terminated (SIGTERM)"]
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
+    assert run_status(KeyboardInterrupt()) == "KILLED"
