@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -65,13 +66,21 @@ def unwritable(path: Path) -> str | None:
     target = Path(os.path.realpath(path))
     if target.is_dir():
         return "is a directory; give a file path"
-    folder = target.parent
+    return folder_problem(target.parent)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why nothing can be made inside ``folder`` (folders missing on its way would be created), or None: the
+    nearest one that exists is a file, or this process cannot write in it. Tried, not inferred from permission
+    bits (root passes ``os.access`` on /proc, where nothing can be created): a temp folder made there and removed."""
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
         return f"{folder} is not a folder"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"folder {folder} is not writable"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".ragrig-write-", dir=folder))
+    except OSError as exc:
+        return f"folder {folder} is not writable ({exc.strerror or exc})"
     return None
 
 

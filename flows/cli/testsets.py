@@ -51,6 +51,8 @@ def register(sub: Any) -> None:
                    help="rewrite each draft's query in user phrasing through the LLM judge's endpoint "
                         "(retrieval.judge.base_url/model; key from retrieval.judge.api_key_env)")
     p.add_argument("--output-json", metavar="FILE", help="write the summary (kinds, how many resolve) as JSON")
+    p.add_argument("--force", action="store_true", help="replace --output when it exists (drafts never overwrite "
+                   "a test set silently)")
     p.set_defaults(func=cmd_draft)
 
 
@@ -78,6 +80,10 @@ def cmd_check(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     if args.accept and not args.write:
         raise InputError("--accept needs --write (it updates the fingerprints in the file)")
     sets = load_testsets(cfg, args.testset, drafts=True)
+    known = {c.id for ts in sets for c in ts.cases}
+    unknown = [a for a in args.accept if a not in known]
+    if unknown:
+        raise InputError(f"--accept {unknown[0]!r}: no case of that id in the test set(s); nothing was written")
     if args.write:
         not_yaml = [ts.path for ts in sets if not ts.path or Path(ts.path).is_dir()]
         if not_yaml:
@@ -103,6 +109,9 @@ def cmd_check(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     return 0
 
 
+MAX_PER_KIND = 10_000
+
+
 def cmd_draft(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.lifecycle.drafts import KINDS, draft_testset, write_drafts
     from ragrig.eval.lifecycle.published import open_version
@@ -112,6 +121,11 @@ def cmd_draft(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     bad = sorted(set(kinds) - set(KINDS))
     if bad:
         raise InputError(f"--kind {bad[0]!r}: not a draft kind (have: {', '.join(KINDS)})")
+    if not 1 <= args.per_kind <= MAX_PER_KIND:
+        raise InputError(f"--per-kind {args.per_kind}: between 1 and {MAX_PER_KIND} drafts of each kind")
+    if Path(args.output).exists() and not args.force:
+        raise InputError(f"--output {args.output} exists (a test set you may have written); choose another file, "
+                         "or pass --force to replace it")
     version = open_version(cfg, args.version)
     ts = draft_testset(version, kinds=kinds, per_kind=args.per_kind, name=args.name)
     if args.llm:

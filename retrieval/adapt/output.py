@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.atomic import folder_problem
 from ragrig.retrieval.documents import Chunk
 
 ADAPT_VERSION = 1  # bump when pairs or training change meaning: cached folders are not reused across it
@@ -85,15 +85,9 @@ def check_output(target: Path, replace: bool) -> None:
         if read_record(target) is None and any(target.iterdir()):
             raise InputError(f"--output {target} holds files ragrig adapt did not write; --force replaces only a "
                              "model folder adapt wrote (or an empty folder): choose another folder")
-    ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise InputError(f"--output {target}: {ancestor} is a file, not a folder")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".ragrig-write-", dir=ancestor))
-    except OSError as exc:
-        raise InputError(f"--output {target}: cannot write in {ancestor} ({exc.strerror or exc})") from None
+    problem = folder_problem(target.parent)
+    if problem:
+        raise InputError(f"--output {target}: {problem}")
 
 
 @contextmanager

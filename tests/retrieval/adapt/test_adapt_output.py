@@ -129,9 +129,9 @@ def test_a_user_output_is_never_a_file_or_a_folder_adapt_did_not_write(tmp_path:
 
 def test_a_user_output_nowhere_writable_is_one_line_naming_it(tmp_path: Path) -> None:
     (tmp_path / "file.yaml").write_text("x")
-    with pytest.raises(InputError, match=r"^--output .*file.yaml/model: .*file.yaml is a file, not a folder$"):
+    with pytest.raises(InputError, match=r"^--output .*file.yaml/model: .*file.yaml is not a folder$"):
         output.check_output(tmp_path / "file.yaml" / "model", replace=False)
-    with pytest.raises(InputError, match=r"^--output /proc/ragrig-model: cannot write in /proc \("):
+    with pytest.raises(InputError, match=r"^--output /proc/ragrig-model: folder /proc is not writable \("):
         output.check_output(Path("/proc/ragrig-model"), replace=False)
 
 
