@@ -8,6 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.cache.extractions import ExtractCache
@@ -41,7 +42,12 @@ def _shas(index_dir: Path) -> tuple[set[str], set[str]]:
 
 def plan_reset(cfg: RagrigConfig) -> tuple[ResetPlan, set[str], set[str]]:
     layout = Layout(cfg)
-    plan = ResetPlan(layout.index_dir, layout.index_dir.exists())
+    where = layout.index_dir
+    if where.is_symlink() or (where.exists() and not where.is_dir()):
+        what = f"a link to {where.resolve()}" if where.is_symlink() else "a file"
+        raise InputError(f"the index folder {where} is {what}, not a folder ragrig made; reset removes nothing "
+                         "there (remove it by hand if you mean to)")
+    plan = ResetPlan(where, where.exists())
     if not plan.exists:
         return plan, set(), set()
     plan.versions = layout.published_versions()

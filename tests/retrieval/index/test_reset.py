@@ -52,3 +52,27 @@ def test_reset_removes_only_this_config(tmp_path, write_files, make_config, embe
     again = pipe.run()
     assert (again.version, again.chunks, again.chunks_embedded) == ("v000001", 2, 1)
     assert check_index(cfg_a).ok
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+@pytest.mark.parametrize("yes", [False, True])
+def test_reset_refuses_an_index_path_that_is_a_link_or_a_file(tmp_path, make_config, capsys, kind, yes):
+    """A probe linked the index folder to a folder of its own: the dry run said "would remove", and --yes took the
+    ingest lock inside the link's target (a file written outside the index) before failing with a raw OSError."""
+    cfg = make_config(tmp_path / "corpus")
+    where = Layout(cfg).index_dir
+    where.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    if kind == "link":
+        where.symlink_to(victim)
+    else:
+        where.write_text("not an index")
+    args = ["reset", "--set", f"corpus.path={tmp_path / 'corpus'}", "--set", "retrieval.synonyms=null",
+            "--set", "eval.testsets=[]", *(["--yes"] if yes else [])]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reset removes nothing there" in err[0] and str(where) in err[0], err
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"] and (victim / "keep.txt").read_text() == "mine"
+    assert where.is_symlink() if kind == "link" else where.read_text() == "not an index"
