@@ -131,7 +131,9 @@ def _fail(line: str, code: int, level: str) -> int:
         import traceback
 
         traceback.print_exc()
-    print(line, file=sys.stderr)
+    from ragrig.flows.render.console import visible
+
+    print(visible(line), file=sys.stderr)  # a path, value or answer in the message is shown, never obeyed
     return code
 
 

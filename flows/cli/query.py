@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
@@ -69,7 +70,12 @@ def show(args: argparse.Namespace, index_key: str, *, context: dict[str, Any] | 
     """The one output of ``query``, local or from a server: the context block (its text, or JSON), else the
     result (a ``RetrievalResult``, or a server's JSON of one) as JSON or the table."""
     if context is not None:
-        print(json.dumps(context, indent=2, ensure_ascii=False) if args.json else context["text"])
+        if args.json:
+            print(json.dumps(context, indent=2, ensure_ascii=False))
+        else:  # the corpus's own text for a prompt: as written into a pipe, its control characters shown on a terminal
+            from ragrig.flows.render.console import visible
+
+            print(visible(context["text"]) if sys.stdout.isatty() else context["text"])
         return 0
     if args.json:
         print(json.dumps(result if isinstance(result, dict) else result.to_dict(), indent=2, ensure_ascii=False,

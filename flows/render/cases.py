@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.hop_diagnostics import GAIN
-from ragrig.flows.render.console import console, line, styled
+from ragrig.flows.render.console import console, line, say, styled
 from ragrig.flows.render.query import ranked_by_any
 from rich.table import Table
 
@@ -18,10 +18,10 @@ def print_cases(result: dict[str, Any]) -> None:
         m = row["metrics"]
         console.print(line((row["id"], "bold"), f" ({result['testset']} on {index}): {row['query']}"))
         if row.get("normalized") and row["normalized"] != row["query"]:
-            print(f"  normalised: {row['normalized']}")
+            say(f"  normalised: {row['normalized']}")
         if row.get("expansions"):
-            print(f"  expansions: {', '.join(row['expansions'])}")
-        print(f"  nDCG@10 {m.get('ndcg@10', 0):.3f}  R@10 {m.get('recall@10', 0):.3f}  MRR@10 {m.get('mrr@10', 0):.3f}")
+            say(f"  expansions: {', '.join(row['expansions'])}")
+        say(f"  nDCG@10 {m.get('ndcg@10', 0):.3f}  R@10 {m.get('recall@10', 0):.3f}  MRR@10 {m.get('mrr@10', 0):.3f}")
         for key, rank in (row.get("expected_ranks") or {k: None for k in row["expected"]}).items():
             where = "not in the ranking" if rank is None else f"first at rank {rank}"
             mark = styled("found", "green") if rank is not None and rank <= 10 else styled("missed@10", "red")
@@ -39,10 +39,10 @@ def print_cases(result: dict[str, Any]) -> None:
         console.print(t)
         for hop in row.get("hops", []):
             if hop.get("error"):  # the judge failed at this hop: no decision, the hops ended there
-                print(f"  hop {hop['hop']}: the judge failed ({hop['error']}); the hops ended here")
+                say(f"  hop {hop['hop']}: the judge failed ({hop['error']}); the hops ended here")
                 continue
             decided = "can answer" if hop.get("can_answer") else f"asked for {', '.join(hop.get('asked', [])) or '-'}"
             found = ", ".join(hop.get("found", [])) or "no expected section"
-            print(f"  hop {hop['hop']}: {decided} ({hop.get('reasoning', '')}); added {len(hop.get('added', []))} "
+            say(f"  hop {hop['hop']}: {decided} ({hop.get('reasoning', '')}); added {len(hop.get('added', []))} "
                   f"chunk(s), found {found} (recall gain {hop.get(GAIN, 0.0):+.2f})")
-        print()
+        say()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragrig.eval.compare import Comparison, format_p
 from ragrig.eval.stats import TIE
-from ragrig.flows.render.console import console, styled
+from ragrig.flows.render.console import console, say, styled
 from rich.table import Table
 
 
@@ -20,17 +20,17 @@ def print_comparison(c: Comparison) -> None:
                   format_p(m.p_ttest), f"{m.wins}/{m.ties}/{m.losses}")
     console.print(t)
     if c.search_note:
-        print(c.search_note)
+        say(c.search_note)
     if c.flips:
-        print(f"flipped queries (relevant chunk in the top {c.k}):")
+        say(f"flipped queries (relevant chunk in the top {c.k}):")
         for f in c.flips:
-            print(f"  {f.direction:6s} {f.id}: first relevant rank {f.rank_before or '-'} -> {f.rank_after or '-'}")
+            say(f"  {f.direction:6s} {f.id}: first relevant rank {f.rank_before or '-'} -> {f.rank_after or '-'}")
     if c.hop_gains:
-        print("recall gain per hop: " + ", ".join(
+        say("recall gain per hop: " + ", ".join(
             f"hop {h} {g['baseline']:.4f} -> {g['candidate']:.4f}" for h, g in c.hop_gains.items()))
     if c.hop_changes:
-        print(f"cases whose hops changed ({len(c.hop_changes)}):")
+        say(f"cases whose hops changed ({len(c.hop_changes)}):")
         for h in c.hop_changes:
-            print(f"  {h['id']}:\n    before: {h['before']}\n    after:  {h['after']}")
+            say(f"  {h['id']}:\n    before: {h['before']}\n    after:  {h['after']}")
     for w in c.warnings:
-        print(f"warning: {w}")
+        say(f"warning: {w}")

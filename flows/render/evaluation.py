@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.eval.metrics import HEADLINE
-from ragrig.flows.render.console import console, short, styled
+from ragrig.flows.render.console import console, say, short, styled
 from rich.table import Table
 
 
@@ -29,19 +29,19 @@ def print_eval(result: dict[str, Any]) -> None:
     console.print(table)
     lat = result.get("latency_ms", {})
     if lat:
-        print(f"latency per query: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
+        say(f"latency per query: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
               f"(repeats: {result.get('repeats', 1)})")
     if result.get("variance"):
-        print("variance across repeats: " + ", ".join(f"{k}={v:.4f}" for k, v in result["variance"].items()))
+        say("variance across repeats: " + ", ".join(f"{k}={v:.4f}" for k, v in result["variance"].items()))
     if result.get("ragas"):
-        print("ragas: " + ", ".join(f"{k}={v:.3f}" for k, v in result["ragas"].items()))
+        say("ragas: " + ", ".join(f"{k}={v:.3f}" for k, v in result["ragas"].items()))
     failed = [r for r in result["per_query"] if r["missed@10"]]
     if failed:
-        print(f"{len(failed)} of {len(result['per_query'])} cases missed an expected section in the top 10, e.g.:")
+        say(f"{len(failed)} of {len(result['per_query'])} cases missed an expected section in the top 10, e.g.:")
         for r in failed[:5]:
-            print(f"  - {r['id']}: missed {', '.join(r['missed@10'])}")
+            say(f"  - {r['id']}: missed {', '.join(r['missed@10'])}")
     if result.get("mlflow_run_id"):
-        print(f"mlflow run: {result['mlflow_run_id']}")
+        say(f"mlflow run: {result['mlflow_run_id']}")
 
 
 def eval_markdown(result: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ queries, and the overall verdict. The Markdown and JUnit forms are in ``eval.gat
 from __future__ import annotations
 
 from ragrig.eval.gate import BLOCK, PASS, WARN, GateResult, overall
-from ragrig.flows.render.console import console, line, styled
+from ragrig.flows.render.console import console, line, say, styled
 from rich.table import Table
 
 STYLE = {PASS: "green", WARN: "yellow", BLOCK: "bold red"}
@@ -26,12 +26,12 @@ def print_gate(results: list[GateResult]) -> None:
                       "" if c.delta is None else f"{c.delta:+.4f}", *ps,
                       styled(c.verdict, STYLE[c.verdict]))
         console.print(t)
-        print(f"  {r.p_note}")
-        print(f"  {r.search_note}")
+        say(f"  {r.p_note}")
+        say(f"  {r.search_note}")
         for c in r.checks:
             if c.verdict != PASS:
-                print(f"  {c.verdict}: {c.name}: {c.reason}")
+                say(f"  {c.verdict}: {c.name}: {c.reason}")
         for fl in r.flips:
-            print(f"  {fl['direction']:6s} {fl['id']}: first relevant rank "
+            say(f"  {fl['direction']:6s} {fl['id']}: first relevant rank "
                   f"{fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
-    print(f"verdict: {overall(results)}")
+    say(f"verdict: {overall(results)}")

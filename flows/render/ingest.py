@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragrig.flows.render.console import console, line
+from ragrig.flows.render.console import console, line, say
 from rich.table import Table
 
 
@@ -47,7 +47,7 @@ def print_ingest(stats: dict[str, Any]) -> None:
         console.print(ft)
     for w in stats.get("warnings", [])[:20]:
         console.print(line(("warning:", "yellow"), f" {w}"))
-    print(f"index dir: {stats['index_dir']}")
+    say(f"index dir: {stats['index_dir']}")
 
 
 def ingest_markdown(stats: dict[str, Any]) -> str:

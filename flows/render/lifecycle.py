@@ -10,7 +10,7 @@ from ragrig.eval.lifecycle.check import CheckReport
 from ragrig.eval.lifecycle.diff import DELTA_METRICS, MOVED, VersionDiff
 from ragrig.eval.lifecycle.yaml_write import WriteSummary
 from ragrig.eval.relevance import CHANGED, GONE, OK, section_key
-from ragrig.flows.render.console import console, line, styled
+from ragrig.flows.render.console import console, line, say, styled
 from rich.table import Table
 
 STYLE = {OK: "green", MOVED: "cyan", CHANGED: "yellow", GONE: "bold red"}
@@ -47,9 +47,9 @@ def print_check(report: CheckReport) -> None:
 
 def print_write(s: WriteSummary) -> None:
     if not s.changed_anything:
-        print(f"{s.path}: nothing to write")
+        say(f"{s.path}: nothing to write")
         return
-    print(f"wrote {s.path}: {s.moved} expectation(s) re-anchored, {s.fingerprinted} fingerprint(s) written, "
+    say(f"wrote {s.path}: {s.moved} expectation(s) re-anchored, {s.fingerprinted} fingerprint(s) written, "
           f"{s.accepted} edit(s) accepted" + ("" if s.exact_layout else
                                                " (the file's indentation could not be kept exactly; comments and "
                                                "order were)"))
@@ -64,17 +64,17 @@ def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
         t.add_row(what, *(str(n[k]) for k in ("added", "changed", "moved", "removed")), str(same))
     console.print(t)
     for d in diff.documents[:max_rows]:
-        print(f"  document {d.change:8s} {d.doc_id}" + (f" (from {d.old_id})" if d.old_id else ""))
+        say(f"  document {d.change:8s} {d.doc_id}" + (f" (from {d.old_id})" if d.old_id else ""))
     for c in diff.chunks[:max_rows]:
         ids = f"{c.old} -> {c.new}" if c.change == MOVED else (c.new or c.old)
-        print(f"  chunk    {c.change:8s} {ids}  [{c.header}]")
+        say(f"  chunk    {c.change:8s} {ids}  [{c.header}]")
         for line in c.diff:
-            print(f"             {line}")
+            say(f"             {line}")
     if len(diff.chunks) > max_rows:
-        print(f"  ({len(diff.chunks) - max_rows} more changed chunks: --output-json has them all)")
+        say(f"  ({len(diff.chunks) - max_rows} more changed chunks: --output-json has them all)")
     for ts in diff.testsets:
         if not ts.touched:
-            print(f"{ts.testset}: no case touches a changed chunk")
+            say(f"{ts.testset}: no case touches a changed chunk")
             continue
         tt = Table(title=f"{ts.testset}: {len(ts.touched)} of {ts.n_cases} cases touch the changes (via: their "
                          "expected sections (exp) or their top 10 (top10); metrics: before>after change)",
@@ -97,16 +97,16 @@ def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
         console.print(tt)
         for label, cmp in (("touched cases", ts.paired), ("all cases", ts.overall)):
             if cmp:
-                print(f"  paired over {label} (n={cmp['n']}): " + "; ".join(
+                say(f"  paired over {label} (n={cmp['n']}): " + "; ".join(
                     f"{m['metric']} {m['delta']:+.4f} (p={m['p_permutation']:.4f})" for m in cmp["metrics"]))
 
 
 def print_drafts(summary: dict[str, Any]) -> None:
     kinds = Counter(summary["kinds"])
-    print(f"{summary['drafts']} drafts ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) from "
+    say(f"{summary['drafts']} drafts ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) from "
           f"{summary['index']}; {summary['resolved']} resolve against it")
     if summary.get("description"):
-        print(f"  {summary['description']}")
+        say(f"  {summary['description']}")
     if summary.get("output"):
-        print(f"wrote {summary['output']}: every case is marked draft: true (eval and the gate skip it until a "
+        say(f"wrote {summary['output']}: every case is marked draft: true (eval and the gate skip it until a "
               "person removes the mark)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragrig.configs.sources import RANK_NAMES
-from ragrig.flows.render.console import console, line
+from ragrig.flows.render.console import console, line, say
 from ragrig.retrieval.results import RetrievalResult
 from rich.table import Table
 
@@ -24,22 +24,22 @@ def print_query(res: RetrievalResult, index_key: str, debug: bool = False) -> No
                       f"{h.score:.3f}", *ranks)
     console.print(table)
     if debug:
-        print(f"normalised query: {res.normalized}")
+        say(f"normalised query: {res.normalized}")
         expanded = f"  (expanded: {', '.join(res.expansions)})" if res.expansions else ""
-        print(f"bm25 query:       {res.bm25_query}{expanded}")
+        say(f"bm25 query:       {res.bm25_query}{expanded}")
         if res.comparison:
-            print(f"comparison of:    {' | '.join(res.comparison)}")
-        print("candidates:       " + ", ".join(f"{k}={v}" for k, v in res.candidates.items()))
+            say(f"comparison of:    {' | '.join(res.comparison)}")
+        say("candidates:       " + ", ".join(f"{k}={v}" for k, v in res.candidates.items()))
         for hop in res.hops:
             if hop.get("error"):  # the judge failed: no decision at this hop, the hops ended with what they had
-                print(f"hop {hop['hop']}:            the judge failed, hops ended — {hop['error']}")
+                say(f"hop {hop['hop']}:            the judge failed, hops ended — {hop['error']}")
                 continue
             state = ("can answer" if hop.get("can_answer")
                      else "missing: " + ", ".join(m["item"] for m in hop.get("missing", [])))
-            print(f"hop {hop['hop']}:            {state} — {hop.get('reasoning', '')}")
+            say(f"hop {hop['hop']}:            {state} — {hop.get('reasoning', '')}")
             for a in hop.get("added", []):
-                print(f"                  + {a['chunk_id']} for '{a['item']}' (via {a['via']})")
-        print("timings (ms):     " + ", ".join(f"{k}={v:.1f}" for k, v in res.timings_ms.items()))
+                say(f"                  + {a['chunk_id']} for '{a['item']}' (via {a['via']})")
+        say("timings (ms):     " + ", ".join(f"{k}={v:.1f}" for k, v in res.timings_ms.items()))
 
 
 def ranked_by_any(sources: list[Any]) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 from ragrig.eval.metrics import SWEEP_SUMMARY
 from ragrig.eval.sweep.adapted import runnable
 from ragrig.eval.sweep.spec import describe
-from ragrig.flows.render.console import console, short, styled
+from ragrig.flows.render.console import console, say, short, styled
 from rich.table import Table
 
 
@@ -31,13 +31,13 @@ def print_sweep(result: dict[str, Any]) -> None:
         t.add_row(*vals, r["testset"], *[styled(m, "bold green" if star else "") for m in ms])
     console.print(t)
     for ix in result.get("indexes", []):
-        print(f"index {ix['index_key']}: {ix['chunks']} chunks, {ix['embedded']} embedded, {ix['cached']} from cache, "
+        say(f"index {ix['index_key']}: {ix['chunks']} chunks, {ix['embedded']} embedded, {ix['cached']} from cache, "
               f"{ix['distinct_texts']} distinct chunk texts so far")
     if best:
-        print(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
+        say(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
         trained = result.get("trained", {}).get(best["label"], {})
-        print("  overrides: " + describe(runnable(best["overrides"], trained)))
+        say("  overrides: " + describe(runnable(best["overrides"], trained)))
         if trained:
-            print("  trained by ragrig adapt: " + describe(trained))
+            say("  trained by ragrig adapt: " + describe(trained))
     if result.get("parent_run_id"):
-        print(f"mlflow parent run: {result['parent_run_id']}")
+        say(f"mlflow parent run: {result['parent_run_id']}")

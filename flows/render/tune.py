@@ -9,7 +9,7 @@ from typing import Any
 
 from ragrig.eval.sweep.adapted import runnable
 from ragrig.eval.sweep.spec import describe
-from ragrig.flows.render.console import console, short
+from ragrig.flows.render.console import console, say, short
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -47,9 +47,9 @@ def print_tune(r: dict[str, Any]) -> None:
         t.add_row(c["label"], *[f"{v:.4f}" for v in c["fold_means"]], f"{c['mean']:.4f}", str(c["chosen"]),
                   style=style)
     console.print(t)
-    print(f"held-out {m} (nested CV): {r['estimate']:.4f} {_ci(r['estimate_ci'])}; default on the same folds "
+    say(f"held-out {m} (nested CV): {r['estimate']:.4f} {_ci(r['estimate_ci'])}; default on the same folds "
           f"{r['default_estimate']:.4f} {_ci(r['default_ci'])}")
-    print(f"gain {r['gain']:+.4f} {_ci(r['gain_ci'])}, paired permutation p={r['p']:.3g} (alpha {r['alpha']})")
+    say(f"gain {r['gain']:+.4f} {_ci(r['gain_ci'])}, paired permutation p={r['p']:.3g} (alpha {r['alpha']})")
     tags = Table(title="per tag (held out)", title_justify="left")
     for col in ("tag", "n", "tuned", "default", "gain", "p"):
         tags.add_column(col, justify="left" if col == "tag" else "right")
@@ -59,10 +59,10 @@ def print_tune(r: dict[str, Any]) -> None:
     console.print(tags)
     h = r.get("holdout")
     if h:
-        print(f"honesty check: tuned on {h['tune_cases']} cases, pick '{h['pick']}' scores {h['held_score']:.4f} on "
+        say(f"honesty check: tuned on {h['tune_cases']} cases, pick '{h['pick']}' scores {h['held_score']:.4f} on "
               f"the {h['held_cases']} held out (default {h['held_default']:.4f}); estimate {h['estimate']:.4f} "
               f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
-        print(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
+        say(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
               f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
     runs = r.get("holdout_runs") or []
     if len(runs) > 1:
@@ -76,13 +76,13 @@ def print_tune(r: dict[str, Any]) -> None:
                        f"{x['held_gain']:+.4f}", f"{x['gain']:+.4f} {_ci(x['gain_ci'])}",
                        "inside" if x["gain_within"] else "OUTSIDE")
         console.print(hs)
-        print(f"held-out score inside its estimate's interval for {sum(x['within'] for x in runs)} of {len(runs)} "
+        say(f"held-out score inside its estimate's interval for {sum(x['within'] for x in runs)} of {len(runs)} "
               f"seeds; held-out gain inside the estimated gain's for {sum(x['gain_within'] for x in runs)} of "
               f"{len(runs)}")
-    print(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
+    say(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
-        print("  overrides: " + describe(runnable(r["winner_overrides"], r.get("winner_trained") or {})))
+        say("  overrides: " + describe(runnable(r["winner_overrides"], r.get("winner_trained") or {})))
         if r.get("winner_trained"):
-            print("  trained by ragrig adapt: " + describe(r["winner_trained"]))
+            say("  trained by ragrig adapt: " + describe(r["winner_trained"]))
     if r.get("parent_run_id"):
-        print(f"mlflow parent run: {r['parent_run_id']}")
+        say(f"mlflow parent run: {r['parent_run_id']}")

@@ -10,6 +10,7 @@ printed ``(model  -> model )``), ``[link=…]`` became a live terminal link, ``:
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,28 @@ def test_every_renderer_prints_bracketed_user_text_verbatim(name, make_report, c
     flat = " ".join(out.split())  # tables may wrap a long cell
     assert " ".join(HOSTILE.split()) in flat or HOSTILE.replace(" ", "") in flat.replace(" ", ""), out
     assert "\x1b]8;" not in out and "😄" not in out  # no terminal link, no emoji
+
+
+ESCAPES = "\x1b[31mred\x1b]0;retitled\x07 \x1b[2J \x9b1m \r"  # colour, window title, clear screen, C1, CR
+
+
+@pytest.mark.parametrize("name", ["ingest", "evaluation", "cases", "query", "compare", "gate", "check", "write",
+                                  "sweep"])
+def test_every_renderer_shows_control_characters_instead_of_obeying_them(name, make_report, capsys, monkeypatch):
+    """A header, file name, query or answer with an escape sequence recoloured, retitled or cleared the terminal
+    (hostile probes, 2026-11-29: `query` printed a corpus header's ESC raw, errors echoed a path's)."""
+    monkeypatch.setattr(sys.modules[__name__], "HOSTILE", ESCAPES)
+    renderer_calls(make_report)[name]()
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\x9b\r"), repr(out)
+    assert "\\x1b[31mred" in out, out
+
+
+def test_an_error_line_shows_control_characters_instead_of_obeying_them(tmp_path, capsys):
+    bad = tmp_path / f"{ESCAPES.strip()}.yaml"
+    assert main(["query", "-c", str(bad), "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\\x1b]0;retitled\\x07" in err and not any(c in err for c in "\x1b\x07\r")
 
 
 def test_the_model_change_warning_keeps_both_model_ids(make_report, capsys):
