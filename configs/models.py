@@ -196,17 +196,20 @@ def settings_digest(model: BaseModel) -> str:
     return hashlib.sha256(json.dumps(model.model_dump(), sort_keys=True).encode()).hexdigest()[:12]
 
 
+REPEATS_MAX = 100  # runs of one evaluation (latency percentiles, variance); also `ragrig eval -n`'s bound
+
+
 class EvalConfig(Strict):
     testsets: list[str] = Field(default_factory=list)
     k_values: list[int] = Field(default_factory=lambda: [1, 3, 5, 10, 20, 100])
-    repeats: int = Field(1, ge=1, le=100)
+    repeats: int = Field(1, ge=1, le=REPEATS_MAX)
     ragas: bool = True
 
     @field_validator("k_values")
     @classmethod
     def _positive(cls, v: list[int]) -> list[int]:
-        if not v or any(k < 1 for k in v):
-            raise ValueError("k_values must be a non-empty list of integers >= 1")
+        if not v or any(k < 1 or k > TOP_K_MAX for k in v):  # a k is a retrieval depth: the same bound as top_k
+            raise ValueError(f"k_values must be a non-empty list of integers from 1 to {TOP_K_MAX}")
         return sorted(set(v))
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ragrig.configs.models import RagrigConfig
+from ragrig.configs.errors import InputError
+from ragrig.configs.models import REPEATS_MAX, RagrigConfig
 from ragrig.flows.cli.common import add_common, add_runner, prefect_home, write_json
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ def evaluate(cfg: RagrigConfig, args: argparse.Namespace, testsets: list[TestSet
 def cmd_eval(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.eval.evaluate import load_testsets
 
+    if args.repeats is not None and not 1 <= args.repeats <= REPEATS_MAX:
+        raise InputError(f"-n/--repeats {args.repeats}: between 1 and {REPEATS_MAX} (as eval.repeats)")
     testsets = load_testsets(cfg, args.testset, drafts=args.include_drafts)  # all validated before any work
     if args.case:
         return eval_cases(cfg, args, testsets)

@@ -1,0 +1,23 @@
+"""`ragrig eval`'s numbers are bounded like the config's (hostile probes, 2026-11-29: `-n -1` was an IndexError,
+`-n 0` ran once, `-n 100000000` ran until killed; `eval.k_values=[100000]` failed inside the search, after work,
+naming top_k)."""
+
+from __future__ import annotations
+
+import pytest
+from ragrig.configs.errors import InputError
+from ragrig.configs.load import load_config
+from ragrig.flows.cli import main
+
+
+@pytest.mark.parametrize("n", ["-1", "0", "101", "100000000"])
+def test_repeats_out_of_range_is_one_line_before_any_work(n, capsys):
+    assert main(["eval", "-n", n, "--set", "eval.testsets=[]"]) == 2  # no index: the bound is checked first
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: -n/--repeats {n}: between 1 and 100 (as eval.repeats)"]
+
+
+def test_k_values_beyond_the_retrieval_depth_name_the_setting():
+    with pytest.raises(InputError, match=r"eval\.k_values.*from 1 to 1000"):
+        load_config(overrides=["eval.k_values=[10, 100000]"])
+    assert load_config(overrides=["eval.k_values=[1000]"]).eval.k_values == [1000]
