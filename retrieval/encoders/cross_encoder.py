@@ -121,12 +121,22 @@ def _check_sequence_classifier(folder: Path) -> None:
     ``CrossEncoder`` would put a random head on a bi-encoder and score with it."""
     import json
 
+    where = f"retrieval.rerank.model: {folder}"
     try:
         conf = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # no readable config: sentence-transformers says what is missing
+    except FileNotFoundError:
+        raise InputError(f"{where} has no config.json: not a model folder (a cross-encoder's folder holds its "
+                         f"config.json and weights; or use {RERANKER_EN.aliases[0]})") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{where}: config.json is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not isinstance(conf, dict):
+        raise InputError(f"{where}: config.json is a JSON {type(conf).__name__}, not an object")
     arch = [a for a in conf.get("architectures") or [] if isinstance(a, str)]
-    labels = len(conf.get("id2label") or {}) or int(conf.get("num_labels", 1) or 1)
+    id2label, num_labels = conf.get("id2label"), conf.get("num_labels", 1)
+    if (id2label is not None and not isinstance(id2label, dict)) or isinstance(num_labels, bool) or \
+            not isinstance(num_labels, int | None):
+        raise InputError(f"{where}: config.json's id2label / num_labels are not a mapping / a whole number")
+    labels = len(id2label or {}) or int(num_labels or 1)
     if not any(a.endswith("ForSequenceClassification") for a in arch) or labels != 1:
         raise InputError(f"retrieval.rerank.model: {folder} is not a cross-encoder (config.json: architectures "
                          f"{arch or 'none'}, {labels} label(s); it needs a ...ForSequenceClassification model with 1 "
@@ -142,7 +152,11 @@ class TorchCrossEncoder:
         self.batch_size = batch_size
         from ragrig.retrieval.encoders.device import resolve_device
 
-        self.model = CrossEncoder(path, device=resolve_device(device))
+        try:
+            self.model = CrossEncoder(path, device=resolve_device(device))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # weights missing, bad files
+            raise InputError(f"retrieval.rerank.model: cannot load {path} ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
         self.max_tokens = self.model.max_seq_length
 
     def score(self, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None) -> np.ndarray:

@@ -48,3 +48,25 @@ def test_a_query_with_a_bi_encoder_reranker_is_one_line(tmp_path, write_files, c
                  "--set", f"retrieval.rerank.model={_vectrix('bge_small_en')}"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0 and "is not a cross-encoder" in err
+
+
+@pytest.mark.parametrize("files, says", [
+    ({}, "has no config.json: not a model folder"),
+    ({"notes.txt": "hello"}, "has no config.json: not a model folder"),
+    ({"config.json": "[]"}, "config.json is a JSON list, not an object"),
+    ({"config.json": "{"}, "config.json is unreadable (JSONDecodeError"),
+    ({"config.json": '{"architectures": ["BertForSequenceClassification"], "num_labels": "abc"}'},
+     "id2label / num_labels are not a mapping / a whole number"),
+    ({"config.json": '{"architectures": ["BertForSequenceClassification"], "num_labels": 1, "model_type": "bert"}'},
+     "cannot load"),  # a valid config, no weights
+])
+def test_a_folder_that_is_not_a_cross_encoder_is_one_line_naming_the_setting(tmp_path, files, says):
+    """Probes (2026-11-29) got `ValueError: Unrecognized model`, `AttributeError: 'list' object has no attribute
+    'get'`, `OSError: ... not a valid JSON file` or `Error no file named model.safetensors`, exit 1."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with pytest.raises(InputError, match=r"^retrieval\.rerank\.model: ") as err:
+        load_cross_encoder(str(folder))
+    assert says in str(err.value) and "\n" not in str(err.value)
