@@ -16,7 +16,7 @@ import sys
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
 from ragrig.flows.cli import adapt, compare, diff, evaluate, index, ingest, query, serve, sweep, testsets, tune
-from ragrig.flows.cli.common import check_outputs, quiet_env, runner_overrides
+from ragrig.flows.cli.common import check_home, check_outputs, quiet_env, runner_overrides
 from ragrig.retrieval import interrupts
 
 GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, adapt, index, testsets, diff)  # the order of `ragrig --help`
@@ -89,6 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         from ragrig.retrieval.search.query import load_synonyms
 
         load_synonyms(cfg.retrieval.synonyms)  # a bad synonyms file fails every command up front
+        check_home(cfg.home_dir)  # so does a home that is a file (every command reads or writes under it)
         quiet_env(cfg)
         return int(args.func(args, cfg))
     except RagrigError as exc:  # bad input (2), a failed run (1), locked (3): one line, the traceback on DEBUG

@@ -81,6 +81,16 @@ def check_output(path: str | Path, flag: str) -> None:
         raise InputError(f"{flag} {path}: {problem}")
 
 
+def check_home(home: Path) -> None:
+    """The home (``home:`` or $RAGRIG_HOME) is a folder, or can become one: a file there (or on the way) is one
+    line, not a NotADirectoryError from whichever command touched it first."""
+    folder = home
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"home {home}: {folder} is not a folder (set home: or $RAGRIG_HOME to a folder)")
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Every output path a command was given (``OUTPUTS``; gate's ``--baseline`` with ``--update-baseline``),
     checked before the command does any work: a tune or sweep never runs to the end and then fails to write."""

@@ -90,3 +90,14 @@ def test_testset_check_write_is_a_switch_not_a_path(tmp_path, capsys):
     # `testset check --write` takes no path: the check leaves it alone (the command fails later, for its own reason)
     code = main(["testset", "check", "--write", "--testset", str(tmp_path / "missing.yaml")])
     assert code == 2 and "--write" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["ingest", "--no-prefect", "-q"], ["query", "x"], ["eval"], ["health"]])
+def test_a_home_that_is_a_file_is_one_line(tmp_path, capsys, command):
+    """A probe's `home=` a file: NotADirectoryError (exit 1) from whichever command touched it first."""
+    afile = tmp_path / "afile.bin"
+    afile.write_bytes(b"x")
+    for home in (afile, afile / "deeper"):
+        assert main([*command, "--set", f"home={home}"]) == 2
+        assert _one_line(capsys) == f"error: home {home}: {afile} is not a folder (set home: or $RAGRIG_HOME to a folder)"
+    assert afile.read_bytes() == b"x"
