@@ -43,9 +43,13 @@ from ragrig.retrieval.serve.api import (
 from ragrig.retrieval.serve.live import LiveIndex, Slot
 from ragrig.retrieval.serve.metrics import ServeMetrics
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 log = logging.getLogger(__name__)
 ENDPOINTS = ("/retrieve", "/context", "/health", "/metrics")
+
+
+CLIENT_CLOSED = 499  # nginx's "client closed request": counted apart from the server's own failures (500)
 
 
 class Unauthorized(RagrigError):
@@ -207,6 +211,9 @@ def create_app(cfg: RagrigConfig, live: LiveIndex | None = None, token: str | No
         guard(request.headers.get("authorization"))
         try:
             req = model.model_validate_json(await request.body())
+        except ClientDisconnect:  # the client hung up before its body arrived: its doing, no server error
+            raise HTTPException(CLIENT_CLOSED, "the client closed the connection before its request body arrived") \
+                from None
         except ValidationError as exc:
             raise InputError(validation_message(list(exc.errors()))) from None
         check_limits(req, cfg.serve)

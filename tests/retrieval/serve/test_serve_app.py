@@ -3,7 +3,9 @@ the library, bad input as a 400 with a message (never a 500), the limits, the to
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 
 import pytest
@@ -191,3 +193,28 @@ def test_every_search_runs_on_the_one_search_thread_and_its_wait_is_the_queue_st
     text = client.get("/metrics").text
     queued = float(re.search(r'ragrig_stage_seconds_sum{stage="queue"} ([0-9.e+-]+)', text).group(1))
     assert queued >= 0.2 + 0.4 - 0.05  # the 2nd waited one search (0.2 s), the 3rd two, at the least
+
+
+def test_a_client_that_hangs_up_mid_body_is_not_a_server_error(served, caplog):
+    """A probe sent `Content-Length: 100`, half a body, then closed the socket: the server logged "Exception in ASGI
+    application" and counted a 500. It is the client's doing: 499 (nginx's "client closed request"), no error."""
+    cfg, live, client = served
+    messages = iter([{"type": "http.request", "body": b'{"query":', "more_body": True}, {"type": "http.disconnect"}])
+    sent: list[dict] = []
+
+    async def receive():
+        return next(messages)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/retrieve", "raw_path": b"/retrieve", "root_path": "", "query_string": b"",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
+             "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 80)}
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(client.app(scope, receive, send))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 499
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    text = client.get("/metrics").text
+    assert 'endpoint="/retrieve",status="499"} 1.0' in text and 'status="500"' not in text
