@@ -149,7 +149,8 @@ def _format_validation(exc: ValidationError, sources: list[tuple[str, LocatedYam
                 where = located.where(loc)
                 break
             key = label[6:].split("=", 1)[0]
-            if located is None and label.startswith("--set") and (dotted == key or dotted.startswith(key + ".")):
+            inside = dotted == key or dotted.startswith(key + ".") or key.startswith(dotted + ".")  # or set under it
+            if located is None and label.startswith("--set") and inside:
                 where = label
                 break
         msg = err["msg"]

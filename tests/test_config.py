@@ -246,3 +246,13 @@ def test_default_yaml_matches_model_defaults():
     model = RagrigConfig().model_dump()
     for section in ("chunking", "embedding", "index", "mlflow", "flow"):
         assert data[section] == model[section], section
+
+
+@pytest.mark.parametrize("item", ["retrieval.fusion.weights.bogus=1", "retrieval.fusion.weights.bm25=-1"])
+def test_an_error_on_a_section_blames_the_set_that_changed_something_inside_it(item):
+    """A validator of a whole mapping (fusion weights) reports the mapping's path; a --set under it was blamed on
+    the embedded defaults file (`configs/default.yaml:72`), which the user never edited (probe, 2026-11-29)."""
+    with pytest.raises(InputError) as err:
+        load_config(overrides=[item])
+    assert str(err.value).startswith(f"invalid config: --set {item}: retrieval.fusion.weights: ")
+    assert "default.yaml" not in str(err.value)
