@@ -21,8 +21,36 @@ URL_ENV = "RAGRIG_SERVER_URL"
 
 def server_url(cfg: RagrigConfig) -> str | None:
     """The server ``ragrig query`` should ask: ``$RAGRIG_SERVER_URL``, else ``serve.url``, else None (local)."""
-    url = os.environ.get(URL_ENV, "").strip() or cfg.serve.url
+    env = os.environ.get(URL_ENV, "").strip()
+    if env:
+        check_url(env, f"${URL_ENV}")
+    elif cfg.serve.url:
+        check_url(cfg.serve.url, "serve.url")
+    url = env or cfg.serve.url
     return url.rstrip("/") if url else None
+
+
+def check_url(url: str, where: str) -> None:
+    """An http(s) URL with a host and a port in range, no control characters or spaces; else one line naming
+    ``where`` (serve.url's own pattern checks only the scheme)."""
+    from urllib.parse import urlsplit
+
+    problem = None
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        problem = "has spaces or control characters"
+    else:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            problem = str(exc)
+        else:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                problem = "is not an http:// or https:// URL with a host"
+            elif port is not None and not 0 < port < 65536:
+                problem = f"port {port} is out of range"
+    if problem:
+        raise InputError(f"{where} {url!r} {problem} (e.g. http://127.0.0.1:8000)")
 
 
 def post(cfg: RagrigConfig, url: str, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -1,4 +1,4 @@
-"""`ragrig eval`'s numbers are bounded like the config's (hostile probes, 2026-11-29: `-n -1` was an IndexError,
+"""Command-line numbers and addresses are checked like the config's: `ragrig eval`'s are bounded as the config's (hostile probes, 2026-11-29: `-n -1` was an IndexError,
 `-n 0` ran once, `-n 100000000` ran until killed; `eval.k_values=[100000]` failed inside the search, after work,
 naming top_k)."""
 
@@ -21,3 +21,18 @@ def test_k_values_beyond_the_retrieval_depth_name_the_setting():
     with pytest.raises(InputError, match=r"eval\.k_values.*from 1 to 1000"):
         load_config(overrides=["eval.k_values=[10, 100000]"])
     assert load_config(overrides=["eval.k_values=[1000]"]).eval.k_values == [1000]
+
+
+@pytest.mark.parametrize("url, says", [
+    ("notaurl", "is not an http:// or https:// URL with a host"),
+    ("ftp://x", "is not an http:// or https:// URL with a host"),
+    ("http://127.0.0.1:99999", "Port out of range"),
+    ("http://127.0.0.1:1/\x1b[31m", "has spaces or control characters"),
+])
+def test_a_malformed_server_url_is_one_line_naming_the_variable(monkeypatch, capsys, url, says):
+    """`RAGRIG_SERVER_URL=notaurl ragrig query x` was `ValueError: unknown url type`, exit 1 (probe, 2026-11-29)."""
+    monkeypatch.setenv("RAGRIG_SERVER_URL", url)
+    assert main(["query", "x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: $RAGRIG_SERVER_URL ") and says in err[0], err
+    assert "\x1b" not in err[0]
