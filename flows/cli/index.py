@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ragrig.configs.errors import InputError
 from ragrig.configs.load import load_config
 from ragrig.configs.models import RagrigConfig
 from ragrig.flows.cli.common import add_common, write_json
@@ -59,6 +60,8 @@ def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     from ragrig.retrieval.embedding import Embedder
     from ragrig.retrieval.ingest.validate import ERROR, INFO, WARNING, validate_corpus
 
+    if args.folder is not None and not args.folder.strip():
+        raise InputError("validate: FOLDER is empty; name a corpus folder, or leave it out to validate corpus.path")
     if args.folder:  # another corpus: the config as loaded, with its path replaced (and checked like any path)
         cfg = load_config(args.config, [*args.overrides, f"corpus.path={Path(args.folder).resolve()}"])
     from ragrig.retrieval.ingest.discover import corpus_kind
@@ -70,8 +73,13 @@ def cmd_validate(args: argparse.Namespace, cfg: RagrigConfig) -> int:
         count, window = emb.count_tokens, emb.window
     report = validate_corpus(cfg, count, window)
     write_json(args.output_json, report.to_dict())
+    from ragrig.flows.render.console import say
+
     for f in report.findings:
-        print(f"{f.level:7s} {f.doc_id}: {f.message}")
+        say(f"{f.level:7s} {f.doc_id}: {f.message}")
+    if report.files == 0:  # as ingest says it: an empty (or unmounted) corpus is nothing to index
+        raise InputError(f"corpus.path: no documents in {cfg.corpus.path} (corpus.include: "
+                         f"{', '.join(cfg.corpus.include)}): nothing to index")
     print(f"{report.files} files: {report.count(ERROR)} errors, {report.count(WARNING)} warnings, "
           f"{report.count(INFO)} notes")
     return 0 if report.ok else 1

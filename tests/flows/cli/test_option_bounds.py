@@ -36,3 +36,16 @@ def test_a_malformed_server_url_is_one_line_naming_the_variable(monkeypatch, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: $RAGRIG_SERVER_URL ") and says in err[0], err
     assert "\x1b" not in err[0]
+
+
+def test_validate_refuses_what_ingest_refuses(tmp_path, capsys):
+    """`validate EMPTY` said "0 files: 0 errors" (exit 0) where ingest says "nothing to index" (exit 2), and
+    `validate ""` validated the configured corpus instead (probe, 2026-11-29)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["validate", "--no-tokens", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: corpus.path: no documents in ") and "nothing to index" in err[0]
+    assert main(["validate", "--no-tokens", ""]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: validate: FOLDER is empty; name a corpus folder, or leave it out to validate corpus.path"]
