@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.load import load_config
@@ -22,8 +23,18 @@ from ragrig.retrieval import interrupts
 GROUPS = (ingest, query, serve, evaluate, compare, sweep, tune, adapt, index, testsets, diff)  # the order of `ragrig --help`
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as every other user mistake: one line on stderr, exit 2 (argparse prints the usage
+    block first: 5-6 lines for `-k 1.5`); the usage is one `--help` away, and the line says so."""
+
+    def error(self, message: str) -> NoReturn:
+        from ragrig.flows.render.console import visible
+
+        self.exit(2, visible(f"error: {self.prog}: {message} (see {self.prog} --help)") + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
+    parser = _Parser(prog="ragrig", description="Ingest, retrieve and evaluate RAG retrieval.")
     parser.add_argument("--log-json", action="store_true", help="structured logs: one JSON object per line on stderr")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="INFO: per-stage timings and counts; DEBUG: also per-query candidates and timings")

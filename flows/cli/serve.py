@@ -53,6 +53,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets (``http://[::1]:8000``, not ``http://::1:8000``)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     host = args.host or cfg.serve.host
     port = cfg.serve.port if args.port is None else args.port
@@ -83,7 +88,8 @@ def cmd_serve(args: argparse.Namespace, cfg: RagrigConfig) -> int:
     v = current.retriever.version
     bound = sock.getsockname()[1]
     print(f"serving {v.layout.key}@{v.version} ({len(current.retriever.chunks)} chunks, {v.model_id}) on "
-          f"http://{host}:{bound}{' with a bearer token' if token else ''}; Ctrl-C stops", file=sys.stderr, flush=True)
+          f"http://{url_host(host)}:{bound}{' with a bearer token' if token else ''}; Ctrl-C stops", file=sys.stderr,
+          flush=True)
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
     uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -49,3 +49,23 @@ def test_validate_refuses_what_ingest_refuses(tmp_path, capsys):
     assert main(["validate", "--no-tokens", ""]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: validate: FOLDER is empty; name a corpus folder, or leave it out to validate corpus.path"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["query", "x", "-k", "1.5"], "error: ragrig query: argument --top-k/-k: invalid int value: '1.5'"),
+    (["testset", "draft"], "error: ragrig testset draft: the following arguments are required: --output/-o"),
+    (["bogus"], "error: ragrig: argument command: invalid choice: 'bogus'"),
+])
+def test_a_usage_error_is_one_line(capsys, argv, says):
+    """argparse printed its usage block first (5-6 lines for `-k 1.5`, probe 2026-11-29)."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert ended.value.code == 2 and len(err) == 1 and err[0].startswith(says) and err[0].endswith("--help)"), err
+
+
+def test_the_served_url_writes_an_ipv6_host_in_brackets():
+    from ragrig.flows.cli.serve import url_host
+
+    assert [url_host(h) for h in ("::1", "127.0.0.1", "localhost", "[::1]")] == ["[::1]", "127.0.0.1", "localhost",
+                                                                                 "[::1]"]
