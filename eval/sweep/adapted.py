@@ -59,8 +59,15 @@ def check_view_adapt(cfg: RagrigConfig) -> None:
     try:
         torch_model(cfg.model_copy(update={"embedding": emb}))
     except InputError as exc:  # adapt's refusal, about the setting that names the view's model
-        why = str(exc).removeprefix("embedding.model: ").replace("embedding.model", "retrieval.views.second_model")
+        why = as_view_message(str(exc).removeprefix("embedding.model: "))
         raise InputError(f"{VIEW_ADAPT_KEY}: true trains retrieval.views.second_model: {why}") from None
+
+
+def as_view_message(message: str) -> str:
+    """A refusal about the main encoder's settings, said of the second view's (the view's model is resolved as a
+    main encoder: ``_view_embedding``)."""
+    return message.replace("embedding.model", "retrieval.views.second_model").replace(
+        "embedding.backend", "retrieval.views.second_backend")
 
 
 def _view_embedding(cfg: RagrigConfig) -> EmbeddingConfig:

@@ -12,7 +12,7 @@ from typing import Any
 from ragrig.configs.errors import InputError
 from ragrig.configs.load import ADAPT_KEY, CANDIDATE_FLAGS
 from ragrig.configs.models import RagrigConfig
-from ragrig.eval.sweep.adapted import check_view_adapt, wants_adapt, wants_view_adapt
+from ragrig.eval.sweep.adapted import as_view_message, check_view_adapt, wants_adapt, wants_view_adapt
 
 
 def check_flags(overrides: dict[str, Any]) -> None:
@@ -64,8 +64,7 @@ def check_models(items: list[tuple[str, dict[str, Any], RagrigConfig]]) -> None:
                     try:
                         resolve(second)
                     except InputError as exc:  # resolve speaks of the main encoder's keys
-                        raise InputError(str(exc).replace("embedding.model", "retrieval.views.second_model")
-                                         .replace("embedding.backend", "retrieval.views.second_backend")) from None
+                        raise InputError(as_view_message(str(exc))) from None
             rr = cfg.retrieval.rerank
             if rr.enabled and rr.model not in RERANKER_EN.aliases and not Path(rr.model).expanduser().is_dir():
                 raise InputError(f"retrieval.rerank.model: {rr.model!r} is neither the packaged "
