@@ -61,6 +61,16 @@ def _folder_backend(folder: Path, wanted: str) -> str:
     return "onnx" if onnx_file(folder) is not None and not has_torch else "torch"
 
 
+def looks_like_model(folder: Path) -> bool:
+    """Loosely: a folder any model format could be (a config at its root, or weight files in it or one level down:
+    sentence-transformers' older module folders, sharded weights); a folder of text files is not. Checked before an
+    ingest opens its index, so a mistyped folder leaves nothing behind."""
+    if any((folder / name).is_file() for name in ("config.json", "modules.json")):
+        return True
+    weights = ("*.safetensors", "*.bin", "*.onnx")
+    return any(next(folder.glob(p), None) or next(folder.glob(f"*/{p}"), None) for p in weights)
+
+
 def looks_like_path(name: str) -> bool:
     """A model name that can only be a folder: absolute, under home, or explicitly relative (hub names are
     ``org/name`` or ``name``)."""
@@ -95,6 +105,9 @@ def resolve(cfg: EmbeddingConfig, memo_file: Path | None = None) -> ModelRef:
         folder = path.resolve()
         if not folder.is_dir():
             raise InputError(f"embedding.model: {cfg.model!r} is a file; give the model's folder")
+        if not looks_like_model(folder):
+            raise InputError(f"embedding.model: {folder} is not a model folder (no config.json or modules.json, no "
+                             "weights: *.safetensors, *.bin, *.onnx)")
         backend = _folder_backend(folder, cfg.backend)
         head = "torch"
         if backend == "onnx":

@@ -183,3 +183,21 @@ def test_a_path_that_is_not_there_is_refused_not_looked_up_as_a_hub_name(name, t
         resolve(EmbeddingConfig(model=name))
     ref = resolve(EmbeddingConfig(model="some-org/some-model"))  # a hub name still is one (offline: no revision)
     assert ref.backend == "torch" and ref.target == "some-org/some-model"
+
+
+def test_a_folder_that_is_no_model_is_refused_before_it_loads(tmp_path):
+    """A folder of text files as embedding.model failed as the model loaded, after an ingest had opened its index
+    (probe, 2026-11-29). Any format's marker passes: a config at the root, or weights in it or one level down."""
+    from ragrig.retrieval.encoders.resolve import resolve
+
+    text = tmp_path / "textdir"
+    text.mkdir()
+    (text / "notes.txt").write_text("hello")
+    with pytest.raises(InputError, match=r"^embedding.model: .*textdir is not a model folder"):
+        resolve(EmbeddingConfig(model=str(text)))
+    for marker in ("config.json", "modules.json", "model.onnx", "0_Transformer/pytorch_model.bin",
+                   "model-00001-of-00002.safetensors"):
+        folder = tmp_path / marker.replace("/", "_")
+        (folder / marker).parent.mkdir(parents=True)
+        (folder / marker).write_text("{}")
+        assert resolve(EmbeddingConfig(model=str(folder))).target == str(folder)
