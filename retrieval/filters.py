@@ -11,6 +11,9 @@ from ragrig.configs.errors import InputError
 from ragrig.retrieval.documents import Chunk
 
 
+FORMAT_KEYS = ("format", "doc_type", "type")
+
+
 @dataclass(frozen=True)
 class Filters:
     path: str | None = None  # glob on the document id / relative path, e.g. "teams/*"
@@ -24,16 +27,27 @@ class Filters:
     @classmethod
     def parse(cls, items: Sequence[str]) -> Filters:
         """``path=teams/*``, ``format=md``, ``fm.faction=Iron Wardens`` (repeatable)."""
+        from ragrig.retrieval.ingest.discover import FORMATS
+
         path = fmt = None
         fields: list[tuple[str, str]] = []
+        formats = sorted({*FORMATS.values(), "beir"})
         for item in items:
             if "=" not in item:
                 raise InputError(f"--filter {item!r}: expected path=GLOB, format=FMT or fm.FIELD=VALUE")
             k, v = (s.strip() for s in item.split("=", 1))
+            if not v:
+                raise InputError(f"--filter {item!r}: an empty value matches no document")
+            if (k == "path" and path is not None) or (k in FORMAT_KEYS and fmt is not None):
+                raise InputError(f"--filter {item!r}: {k} is given twice; one value each (a glob covers several "
+                                 "paths: teams/*)")
             if k == "path":
                 path = v
-            elif k in ("format", "doc_type", "type"):
-                fmt = v
+            elif k in FORMAT_KEYS:
+                fmt = v.casefold().lstrip(".")
+                if fmt not in formats:
+                    raise InputError(f"--filter {item!r}: no document has format {v!r}; formats: "
+                                     f"{', '.join(formats)}")
             elif k.startswith("fm.") and len(k) > 3:
                 fields.append((k[3:], v))
             else:

@@ -139,10 +139,25 @@ def test_filters_parse():
     assert Filters.parse(["doc_type=pdf"]).format == "pdf"
     assert Filters.parse(["path=a=b"]).path == "a=b"  # only the first '=' splits
     assert hash(Filters.parse(["path=x"])) == hash(Filters.parse(["path=x"]))  # usable as a cache key
+    assert Filters.parse(["format=MD"]).format == Filters.parse(["format=.md"]).format == "md"  # as files name it
+
+
+def test_a_filter_key_given_twice_is_refused_not_overwritten():
+    """`--filter path=a --filter path=b` kept only b, silently (probe, 2026-11-29); frontmatter fields may repeat
+    (each must hold)."""
+    for items in (["path=a", "path=b"], ["format=md", "doc_type=pdf"]):
+        with pytest.raises(InputError, match="is given twice"):
+            Filters.parse(items)
+    assert len(Filters.parse(["fm.tags=a", "fm.tags=b"]).fields) == 2
 
 
 @pytest.mark.parametrize("item, what", [("colour=red", "unknown filter key 'colour'"), ("fm.=x", "unknown filter key"),
-                                        ("teams", "expected path=GLOB")])
+                                        ("teams", "expected path=GLOB"),
+                                        # values no document can have: an empty table, exit 0, before (2026-11-29)
+                                        ("format=exe", "no document has format 'exe'; formats: beir, docx, html, md"),
+                                        ("format=", "an empty value matches no document"),
+                                        ("path=", "an empty value matches no document"),
+                                        ("fm.faction= ", "an empty value matches no document")])
 def test_filters_parse_errors(item, what):
     with pytest.raises(InputError) as exc:
         Filters.parse([item])
