@@ -8,6 +8,16 @@ from pathlib import Path
 from typing import Any
 
 HEADER_SEP = " > "
+FORMATS = {  # a corpus file's suffix -> its document format (``metadata["format"]``; BEIR records are "beir")
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".pdf": "pdf",
+    ".txt": "txt",
+}
 
 
 def sha256_bytes(data: bytes) -> str:

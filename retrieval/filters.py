@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ragrig.configs.errors import InputError
-from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.documents import FORMATS, Chunk
 
 
 FORMAT_KEYS = ("format", "doc_type", "type")
@@ -27,8 +27,6 @@ class Filters:
     @classmethod
     def parse(cls, items: Sequence[str]) -> Filters:
         """``path=teams/*``, ``format=md``, ``fm.faction=Iron Wardens`` (repeatable)."""
-        from ragrig.retrieval.ingest.discover import FORMATS
-
         path = fmt = None
         fields: list[tuple[str, str]] = []
         formats = sorted({*FORMATS.values(), "beir"})

@@ -18,18 +18,7 @@ from pathlib import Path
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import CorpusConfig
-from ragrig.retrieval.documents import FailedDoc, SourceDoc, sha256_bytes
-
-FORMATS = {
-    ".md": "md",
-    ".markdown": "md",
-    ".html": "html",
-    ".htm": "html",
-    ".docx": "docx",
-    ".pptx": "pptx",
-    ".pdf": "pdf",
-    ".txt": "txt",
-}
+from ragrig.retrieval.documents import FORMATS, FailedDoc, SourceDoc, sha256_bytes
 
 
 @dataclass
