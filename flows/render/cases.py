@@ -44,5 +44,5 @@ def print_cases(result: dict[str, Any]) -> None:
             decided = "can answer" if hop.get("can_answer") else f"asked for {', '.join(hop.get('asked', [])) or '-'}"
             found = ", ".join(hop.get("found", [])) or "no expected section"
             say(f"  hop {hop['hop']}: {decided} ({hop.get('reasoning', '')}); added {len(hop.get('added', []))} "
-                  f"chunk(s), found {found} (recall gain {hop.get(GAIN, 0.0):+.2f})")
+                f"chunk(s), found {found} (recall gain {hop.get(GAIN, 0.0):+.2f})")
         say()

@@ -30,7 +30,7 @@ def print_eval(result: dict[str, Any]) -> None:
     lat = result.get("latency_ms", {})
     if lat:
         say(f"latency per query: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
-              f"(repeats: {result.get('repeats', 1)})")
+            f"(repeats: {result.get('repeats', 1)})")
     if result.get("variance"):
         say("variance across repeats: " + ", ".join(f"{k}={v:.4f}" for k, v in result["variance"].items()))
     if result.get("ragas"):

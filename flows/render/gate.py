@@ -33,5 +33,5 @@ def print_gate(results: list[GateResult]) -> None:
                 say(f"  {c.verdict}: {c.name}: {c.reason}")
         for fl in r.flips:
             say(f"  {fl['direction']:6s} {fl['id']}: first relevant rank "
-                  f"{fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
+                f"{fl['rank_before'] or '-'} -> {fl['rank_after'] or '-'}")
     say(f"verdict: {overall(results)}")

@@ -50,9 +50,9 @@ def print_write(s: WriteSummary) -> None:
         say(f"{s.path}: nothing to write")
         return
     say(f"wrote {s.path}: {s.moved} expectation(s) re-anchored, {s.fingerprinted} fingerprint(s) written, "
-          f"{s.accepted} edit(s) accepted" + ("" if s.exact_layout else
-                                               " (the file's indentation could not be kept exactly; comments and "
-                                               "order were)"))
+        f"{s.accepted} edit(s) accepted" + ("" if s.exact_layout else
+                                             " (the file's indentation could not be kept exactly; comments and "
+                                             "order were)"))
 
 
 def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
@@ -104,9 +104,9 @@ def print_diff(diff: VersionDiff, max_rows: int = 25) -> None:
 def print_drafts(summary: dict[str, Any]) -> None:
     kinds = Counter(summary["kinds"])
     say(f"{summary['drafts']} drafts ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}) from "
-          f"{summary['index']}; {summary['resolved']} resolve against it")
+        f"{summary['index']}; {summary['resolved']} resolve against it")
     if summary.get("description"):
         say(f"  {summary['description']}")
     if summary.get("output"):
         say(f"wrote {summary['output']}: every case is marked draft: true (eval and the gate skip it until a "
-              "person removes the mark)")
+            "person removes the mark)")

@@ -32,7 +32,7 @@ def print_sweep(result: dict[str, Any]) -> None:
     console.print(t)
     for ix in result.get("indexes", []):
         say(f"index {ix['index_key']}: {ix['chunks']} chunks, {ix['embedded']} embedded, {ix['cached']} from cache, "
-              f"{ix['distinct_texts']} distinct chunk texts so far")
+            f"{ix['distinct_texts']} distinct chunk texts so far")
     if best:
         say(f"best by {result['metric']}: {best['label']} ({best['metrics'].get(result['metric'], 0):.4f})")
         trained = result.get("trained", {}).get(best["label"], {})

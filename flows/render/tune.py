@@ -48,7 +48,7 @@ def print_tune(r: dict[str, Any]) -> None:
                   style=style)
     console.print(t)
     say(f"held-out {m} (nested CV): {r['estimate']:.4f} {_ci(r['estimate_ci'])}; default on the same folds "
-          f"{r['default_estimate']:.4f} {_ci(r['default_ci'])}")
+        f"{r['default_estimate']:.4f} {_ci(r['default_ci'])}")
     say(f"gain {r['gain']:+.4f} {_ci(r['gain_ci'])}, paired permutation p={r['p']:.3g} (alpha {r['alpha']})")
     tags = Table(title="per tag (held out)", title_justify="left")
     for col in ("tag", "n", "tuned", "default", "gain", "p"):
@@ -60,10 +60,10 @@ def print_tune(r: dict[str, Any]) -> None:
     h = r.get("holdout")
     if h:
         say(f"honesty check: tuned on {h['tune_cases']} cases, pick '{h['pick']}' scores {h['held_score']:.4f} on "
-              f"the {h['held_cases']} held out (default {h['held_default']:.4f}); estimate {h['estimate']:.4f} "
-              f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
+            f"the {h['held_cases']} held out (default {h['held_default']:.4f}); estimate {h['estimate']:.4f} "
+            f"{_ci(h['estimate_ci'])} {'contains it' if h['within'] else 'does NOT contain it'}")
         say(f"  gain over the default on the held-out cases {h['held_gain']:+.4f}; estimated gain {h['gain']:+.4f} "
-              f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
+            f"{_ci(h['gain_ci'])} {'contains it' if h['gain_within'] else 'does NOT contain it'}")
     runs = r.get("holdout_runs") or []
     if len(runs) > 1:
         hs = Table(title=f"honesty check per seed (fraction {runs[0]['fraction']})", title_justify="left")
@@ -77,8 +77,8 @@ def print_tune(r: dict[str, Any]) -> None:
                        "inside" if x["gain_within"] else "OUTSIDE")
         console.print(hs)
         say(f"held-out score inside its estimate's interval for {sum(x['within'] for x in runs)} of {len(runs)} "
-              f"seeds; held-out gain inside the estimated gain's for {sum(x['gain_within'] for x in runs)} of "
-              f"{len(runs)}")
+            f"seeds; held-out gain inside the estimated gain's for {sum(x['gain_within'] for x in runs)} of "
+            f"{len(runs)}")
     say(r["verdict"] + (f"; written to {r['written']}" if r.get("written") else "; nothing written"))
     if r["significant"]:
         say("  overrides: " + describe(runnable(r["winner_overrides"], r.get("winner_trained") or {})))
