@@ -24,6 +24,8 @@ def _space(tmp_path: Path) -> Path:
 def no_work(monkeypatch):
     """Fail the test if any candidate evaluation or ingest starts."""
     import ragrig.eval.sweep.run as sweep_run
+    import ragrig.eval.tune.run  # noqa: F401 - imported before the patch: a first import during it would bind the
+    # stand-in as tune.run's own run_sweep, and the undo would restore that, failing later tests in this process
 
     def started(*args, **kwargs):
         raise AssertionError("work started before the output paths were checked")
