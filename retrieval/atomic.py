@@ -69,12 +69,18 @@ def unwritable(path: Path) -> str | None:
     return folder_problem(target.parent)
 
 
+def nearest_existing(path: Path) -> Path:
+    """``path``, or the nearest folder above it that exists (what a ``mkdir -p`` of ``path`` would start from)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def folder_problem(folder: Path) -> str | None:
     """Why nothing can be made inside ``folder`` (folders missing on its way would be created), or None: the
     nearest one that exists is a file, or this process cannot write in it. Tried, not inferred from permission
     bits (root passes ``os.access`` on /proc, where nothing can be created): a temp folder made there and removed."""
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = nearest_existing(folder)
     if not folder.is_dir():
         return f"{folder} is not a folder"
     try:

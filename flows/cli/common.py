@@ -84,9 +84,9 @@ def check_output(path: str | Path, flag: str) -> None:
 def check_home(home: Path) -> None:
     """The home (``home:`` or $RAGRIG_HOME) is a folder, or can become one: a file there (or on the way) is one
     line, not a NotADirectoryError from whichever command touched it first."""
-    folder = home
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    from ragrig.retrieval.atomic import nearest_existing
+
+    folder = nearest_existing(home)  # not folder_problem: a read-only home serves queries
     if not folder.is_dir():
         raise InputError(f"home {home}: {folder} is not a folder (set home: or $RAGRIG_HOME to a folder)")
 
