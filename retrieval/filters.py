@@ -10,8 +10,8 @@ import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.retrieval.documents import FORMATS, Chunk
 
-
 FORMAT_KEYS = ("format", "doc_type", "type")
+KNOWN_FORMATS = tuple(sorted({*FORMATS.values(), "beir"}))  # every value a chunk's metadata["format"] can hold
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,6 @@ class Filters:
         """``path=teams/*``, ``format=md``, ``fm.faction=Iron Wardens`` (repeatable)."""
         path = fmt = None
         fields: list[tuple[str, str]] = []
-        formats = sorted({*FORMATS.values(), "beir"})
         for item in items:
             if "=" not in item:
                 raise InputError(f"--filter {item!r}: expected path=GLOB, format=FMT or fm.FIELD=VALUE")
@@ -43,9 +42,9 @@ class Filters:
                 path = v
             elif k in FORMAT_KEYS:
                 fmt = v.casefold().lstrip(".")
-                if fmt not in formats:
+                if fmt not in KNOWN_FORMATS:
                     raise InputError(f"--filter {item!r}: no document has format {v!r}; formats: "
-                                     f"{', '.join(formats)}")
+                                     f"{', '.join(KNOWN_FORMATS)}")
             elif k.startswith("fm.") and len(k) > 3:
                 fields.append((k[3:], v))
             else:
