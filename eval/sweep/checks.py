@@ -23,20 +23,13 @@ def check_flags(overrides: dict[str, Any]) -> None:
                              "this candidate's encoder with `ragrig adapt`)")
 
 
-def check_adapt(cfg: RagrigConfig) -> None:
-    """``embedding.adapt: true`` names an encoder adapt can train (the refusal ``ragrig adapt`` itself gives)."""
+def check_candidate(overrides: dict[str, Any], cfg: RagrigConfig) -> None:
+    """The config a candidate's flags ask to train can be trained (``check_flags`` ran before it was loaded): the
+    refusals ``ragrig adapt`` itself gives."""
     from ragrig.retrieval.adapt.run import torch_model
 
-    if cfg.embedding.backend == "openai":
-        raise InputError("embedding.adapt: true trains a sentence-transformers (torch) model; embedding.backend: "
-                         "openai is an endpoint ragrig cannot train")
-    torch_model(cfg)
-
-
-def check_candidate(overrides: dict[str, Any], cfg: RagrigConfig) -> None:
-    """The config a candidate's flags ask to train can be trained (``check_flags`` ran before it was loaded)."""
     if wants_adapt(overrides):
-        check_adapt(cfg)
+        torch_model(cfg)
     if wants_view_adapt(overrides):
         check_view_adapt(cfg)
 

@@ -70,6 +70,9 @@ def int8_by_default(embedding: EmbeddingConfig) -> bool:
 
 def torch_model(cfg: RagrigConfig) -> ModelRef:
     """The configured encoder, refused in one line unless it runs on sentence-transformers (torch)."""
+    if cfg.embedding.backend == "openai":
+        raise InputError("embedding.backend: openai is an endpoint ragrig cannot train; ragrig adapt fine-tunes a "
+                         "sentence-transformers (torch) model")
     if int8_by_default(cfg.embedding):
         raise InputError(f"embedding.model: ragrig adapt fine-tunes a sentence-transformers (torch) model; "
                          f"{cfg.embedding.model!r} runs as int8 ONNX by default: set embedding.backend: torch to "

@@ -57,6 +57,9 @@ CASES = [
     Case("adapt: a packaged int8 ONNX encoder", ("adapt", "--set", "embedding.model=bge-small-en-v1.5"), 2,
          r"^error: embedding\.model: ragrig adapt fine-tunes a sentence-transformers \(torch\) model; "
          r"'bge-small-en-v1\.5' runs as int8 ONNX by default: set embedding\.backend: torch"),
+    Case("adapt: an endpoint encoder", ("adapt", "--set", "embedding.backend=openai"), 2,
+         r"^error: embedding\.backend: openai is an endpoint ragrig cannot train; ragrig adapt fine-tunes a "
+         r"sentence-transformers \(torch\) model$"),
     Case("adapt: an ONNX folder", ("adapt", "--set", "embedding.model={tmp}/onnx-model"), 2,
          r"^error: embedding\.model: ragrig adapt fine-tunes a sentence-transformers \(torch\) model; "
          r"'.*onnx-model' runs on the onnx backend"),
