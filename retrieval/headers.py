@@ -35,12 +35,34 @@ class HeaderIndex:
             rows[key].append(i)
             shown.setdefault(key, title)
         # a title that heads many sections ("Victory Points") names none of them
-        self._rows = {k: tuple(v) for k, v in rows.items() if len(v) <= max_sections_per_title}
+        self._set({k: tuple(v) for k, v in rows.items() if len(v) <= max_sections_per_title}, shown)
+
+    def _set(self, rows: dict[str, tuple[int, ...]], shown: dict[str, str]) -> None:
+        self._rows = rows
         self._shown = shown
         self._keys = list(self._rows)
         self._by_len: dict[int, list[str]] = defaultdict(list)
         for k in self._keys:
             self._by_len[len(k.split())].append(k)
+
+    def state(self) -> dict[str, list]:
+        """What the index holds, as JSON (a version's ``reader/headers.json``): its keys in order, each key's
+        title as written and its rows."""
+        return {"keys": self._keys, "shown": [self._shown[k] for k in self._keys],
+                "rows": [list(self._rows[k]) for k in self._keys]}
+
+    @classmethod
+    def from_state(cls, state: dict[str, list], n_rows: int) -> HeaderIndex:
+        """The index ``state()`` described (rows below ``n_rows``); ValueError when it is not one."""
+        keys, shown, rows = state.get("keys"), state.get("shown"), state.get("rows")
+        if not (isinstance(keys, list) and isinstance(shown, list) and isinstance(rows, list)
+                and len(keys) == len(shown) == len(rows) and all(isinstance(k, str) for k in keys + shown)
+                and all(isinstance(r, list) and r and all(type(x) is int and 0 <= x < n_rows for x in r)
+                        for r in rows)):
+            raise ValueError("reader/headers.json is not a header index of this table")
+        index = cls.__new__(cls)
+        index._set({k: tuple(r) for k, r in zip(keys, rows)}, dict(zip(keys, shown)))
+        return index
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -24,7 +24,7 @@ def ingest_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     # partitions: the stage's wall; extract, chunk (in this process) or workers:* (Dask): the partitions' own
     for stage in ("discover", "plan", "partitions", "extract", "chunk", "workers:extract", "workers:chunk",
                   "workers:embed", "workers:chroma", "embed", "views", "vectors", "index", "index:tables", "index:bm25",
-                  "index:vectors", "index:chroma", "publish", "total"):
+                  "index:reader", "index:vectors", "index:chroma", "publish", "total"):
         if stage in secs:
             rows.append((f"seconds: {stage}" if ":" not in stage or "workers" in stage
                          else f"  {stage.split(':')[1]}", f"{secs[stage]:.2f}"))

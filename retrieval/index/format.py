@@ -4,6 +4,8 @@
     versions/vNNNNNN/
         documents.jsonl   one Document per line (``Document.to_dict``), in doc id order
         chunks.jsonl      one Chunk per line (``Chunk.to_dict``), in corpus order: the row order of BM25 too
+        reader/           what a reader needs of every row, derived once (``reader_files.py``): where each row's
+                          line starts, the chunk ids, their order, de-duplication keys, header and term indexes
         bm25/             bm25s' own numpy/JSON files (``Bm25Index.save``), or, above
                           ``index.bm25.shard_max_chunks`` chunks, ``shards.json`` and one such folder per shard
                           (``bm25_shards.py``); the manifest's ``bm25.shards`` is their number, ``files`` has each
@@ -30,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from ragrig.configs.models import RagrigConfig
 from ragrig.configs.redact import url_credentials
 from ragrig.retrieval.documents import Chunk, Document, sha256_text
@@ -91,9 +94,17 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def write_tables(version_dir: Path, docs: Iterable[Document], chunks: Iterable[Chunk]) -> None:
+def write_tables(version_dir: Path, docs: Iterable[Document], chunks: Iterable[Chunk]) -> np.ndarray:
+    """The two tables; returns where each chunk's line starts in ``chunks.jsonl``, then the file's size (what a
+    reader finds a row by: ``reader_files.py``)."""
     write_jsonl(version_dir / DOCUMENTS, (d.to_dict() for d in docs))
-    write_jsonl(version_dir / CHUNKS, (c.to_dict() for c in chunks))
+    ends = [0]
+    with open(version_dir / CHUNKS, "wb") as fh:
+        for c in chunks:
+            line = (json.dumps(c.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+            fh.write(line)
+            ends.append(ends[-1] + len(line))
+    return np.array(ends, dtype=np.int64)
 
 
 def read_documents(version_dir: Path) -> Iterator[Document]:

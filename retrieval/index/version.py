@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 from ragrig.configs.errors import IndexDamagedError, IndexNotFoundError, InputError
 from ragrig.configs.models import HnswConfig, RagrigConfig
-from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.documents import Document
 from ragrig.retrieval.index import hnsw
-from ragrig.retrieval.index.format import BM25_DIR, VECTORS, read_chunks, read_documents, read_keywords
+from ragrig.retrieval.index.chunk_table import ChunkTable, RowsById
+from ragrig.retrieval.index.format import BM25_DIR, CHUNKS, VECTORS, read_chunks, read_documents, read_keywords
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.leases import Lease
+from ragrig.retrieval.index.reader_files import READER_DIR, has_reader, load_table
 from ragrig.retrieval.index.vectors import read_vectors, shape_problem
 from ragrig.retrieval.index.verify import check_collection, load_manifest, verify_version
 
@@ -100,19 +102,27 @@ class IndexVersion:
             self.lease.release()
 
     @cached_property
-    def chunks(self) -> list[Chunk]:
+    def chunks(self) -> ChunkTable:
+        """The rows: parsed from chunks.jsonl as they are read when the version has a ``reader/``
+        (``reader_files.py``), else all parsed now (versions written before it)."""
+        n = self.manifest["counts"]["chunks"]
+        if has_reader(self.dir):
+            try:
+                return load_table(self.dir, n, self.dir / CHUNKS, self.keywords, self.damaged)
+            except (OSError, ValueError) as exc:
+                raise self.damaged(f"{READER_DIR}/ is unreadable ({type(exc).__name__}: {str(exc)[:160]})") from None
         try:
             chunks = read_chunks(self.dir)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise self.damaged(f"chunks.jsonl is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
-        if len(chunks) != self.manifest["counts"]["chunks"]:
-            raise self.damaged(f"chunks.jsonl has {len(chunks)} chunks, the manifest "
-                               f"{self.manifest['counts']['chunks']}")
-        return chunks
+        if len(chunks) != n:
+            raise self.damaged(f"chunks.jsonl has {len(chunks)} chunks, the manifest {n}")
+        return ChunkTable.of(chunks, self.keywords)
 
-    @cached_property
-    def chunk_index(self) -> dict[str, int]:
-        return {c.chunk_id: i for i, c in enumerate(self.chunks)}
+    @property
+    def chunk_index(self) -> RowsById:
+        """Chunk id -> row."""
+        return self.chunks.rows_by_id
 
     def documents(self) -> Iterator[Document]:
         return read_documents(self.dir)

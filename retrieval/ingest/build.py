@@ -2,8 +2,8 @@
 BM25, keyword library, Chroma collection, config, manifest last, with every other file's sha256) and move it
 into place, not yet published. A build that fails leaves no staging folder or collection behind.
 
-``mark(point)`` is called between the parts ("index:tables", "index:bm25", "index:vectors", "index:chroma"): the
-crash tests kill the process there and check that no broken version is ever published.
+``mark(point)`` is called between the parts ("index:tables", "index:bm25", "index:reader", "index:vectors",
+"index:chroma"): the crash tests kill the process there and check that no broken version is ever published.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ragrig.retrieval.index.format import (
     write_tables,
 )
 from ragrig.retrieval.index.layout import Layout
+from ragrig.retrieval.index.reader_files import write_reader
 from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vectors
 from ragrig.retrieval.ingest.keyword_mining import build_library
 from ragrig.retrieval.markdown import parse_headers
@@ -139,12 +140,15 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
            vectors: np.ndarray, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
            mark: Callable[[str], None], in_collection: set[str] | None = None,
            vector_files: dict[str, Any] | None = None) -> None:
-    write_tables(staged, docs, chunks)
+    offsets = write_tables(staged, docs, chunks)
     mark("index:tables")
     Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25).save(staged / BM25_DIR)
     titles = [h.title for d in docs for h in parse_headers(d.markdown)]
-    write_keywords(staged, build_library(titles, [c.text for c in chunks]))
+    library = build_library(titles, [c.text for c in chunks])
+    write_keywords(staged, library)
     mark("index:bm25")
+    write_reader(staged, chunks, library, offsets)
+    mark("index:reader")
     graph = write_vector_files(cfg, staged, vectors, dim) if vector_files is None else vector_files.get("hnsw")
     mark("index:vectors")
     if chroma.writes_collection(cfg):

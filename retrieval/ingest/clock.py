@@ -22,7 +22,8 @@ class StageClock:
 
     def mark(self, point: str) -> None:
         """A point of the run: the index build's parts ("index:tables", "index:bm25" with the keyword library,
-        "index:vectors" (``vectors.npy`` and the graph, unless the ingest's "vectors" stage wrote them first),
+        "index:reader" (``reader/``), "index:vectors" (``vectors.npy`` and the graph, unless the ingest's "vectors"
+        stage wrote them first),
         "index:chroma") are timed from one to the next; then the hook."""
         if point == "before:index" or point.startswith("index:"):
             now = time.perf_counter()

@@ -18,12 +18,15 @@ class TermIndex:
     "Engagement Range", named everywhere in a rulebook, is not a reference worth a hop)."""
 
     def __init__(self, library: dict[str, Any], chunks: Sequence[Chunk], max_sections: int = 3,
-                 rare_share: float = 0.05) -> None:
+                 rare_share: float = 0.05, stored: dict[str, list[str]] | None = None) -> None:
         self.normalizer = KeywordNormalizer(library)
         n_chunks = max(1, len(chunks))
         limit = max(2.0, rare_share * n_chunks)
         terms = library.get("terms", [])
         self.idf = {t["term"]: math.log(n_chunks / (1 + t.get("text_count", 0))) for t in terms}
+        if stored is not None:  # the rows this index made when the version was built (``reader/terms.json``)
+            self.rows = {t: set(ids) for t, ids in stored.items()}
+            return
         followable = {t["term"] for t in terms if t["kind"] == "parameterized" or t.get("text_count", 0) <= limit}
         rows: dict[str, set[str]] = defaultdict(set)
         canonical = self.normalizer.canonical

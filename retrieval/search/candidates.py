@@ -45,9 +45,13 @@ class ChunkOrder:
 
     @classmethod
     def of(cls, ids: Sequence[str]) -> ChunkOrder:
-        row = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+        return cls.of_rows(np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64))
+
+    @classmethod
+    def of_rows(cls, row: np.ndarray) -> ChunkOrder:
+        """From the rows in chunk-id order (a version's stored ``reader/order.npy``)."""
         rank = np.empty_like(row)
-        rank[row] = np.arange(len(ids))
+        rank[row] = np.arange(len(row))
         return cls(rank, row)
 
 
@@ -66,6 +70,32 @@ class DedupKeys:
             for k in ks:
                 count[k] += 1
         return cls(keys, np.fromiter((any(count[k] > 1 for k in ks) for ks in keys), dtype=bool, count=len(keys)))
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray) -> DedupKeys:
+        """From each row's numbered keys (n x 2: text key, section key or -1; ``chunk_table.Derived.codes``): the
+        same duplicates ``build`` finds from the keys themselves."""
+        text, section = codes[:, 0], codes[:, 1]
+        prone = np.bincount(text)[text] > 1 if len(text) else np.zeros(0, dtype=bool)
+        has = section >= 0
+        if has.any():
+            prone[has] |= np.bincount(section[has])[section[has]] > 1
+        return cls(CodedKeys(codes), prone)
+
+
+class CodedKeys(Sequence[tuple[int, ...]]):
+    """Row -> its de-duplication keys as numbers: the text key's (>= 0), then, for a piece of a section, the
+    section key's as -(code + 1) (so the two kinds never meet), in the order ``dedup_key`` gives them."""
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row):  # type: ignore[override]
+        t, s = self.codes[row].tolist()
+        return (t,) if s < 0 else (t, -(s + 1))
 
 
 @dataclass

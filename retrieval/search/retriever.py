@@ -28,11 +28,10 @@ import numpy as np
 from ragrig.configs.errors import IndexDamagedError, ModelMismatchError
 from ragrig.configs.models import RagrigConfig, RetrievalConfig
 from ragrig.retrieval.cache.queries import QueryCache
-from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.filters import Filters, live
-from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.bm25 import Bm25Index
+from ragrig.retrieval.index.chunk_table import ChunkTable
 from ragrig.retrieval.index.version import IndexVersion
 from ragrig.retrieval.ingest.views import weighted_views
 from ragrig.retrieval.multihop.hops import multi_hop
@@ -44,7 +43,7 @@ from ragrig.retrieval.search.fusion import best_rows, fuse
 from ragrig.retrieval.search.memo import CandidateMemo
 from ragrig.retrieval.search.query import QueryProcessor, QueryProcessors, check_depth, processing_key
 from ragrig.retrieval.search.rerank import Reranker, widen
-from ragrig.retrieval.search.select import Selection, dedup_key, select
+from ragrig.retrieval.search.select import Selection, select
 from ragrig.retrieval.search.shaping import Sections, entity_rows, shape
 from ragrig.retrieval.search.sources import RunKey, Sources, fetch_candidates
 from ragrig.retrieval.search.vector_search import open_vector_search
@@ -68,9 +67,9 @@ class Retriever:
                 f"'{self.version.model_id}', but the config's model is '{wanted}' (another model, or new files at "
                 "the same path); re-ingest, or change embedding.model"
             )
-        self.chunks: list[Chunk] = self.version.chunks
-        self._rows = self.version.chunk_index
-        self.headers = HeaderIndex(self.chunks)
+        self.chunks: ChunkTable = self.version.chunks
+        self._rows = self.chunks.rows_by_id
+        self.headers = self.chunks.derived.headers
         try:
             bm25 = Bm25Index.load(self.version.bm25_dir, cfg.index.bm25, mmap=True)  # postings paged in as read
         except Exception as exc:  # bm25s' own errors on damaged files
@@ -104,15 +103,15 @@ class Retriever:
     # ---- per index version, made once -------------------------------------------------------------------
     @cached_property
     def order(self) -> ChunkOrder:
-        return ChunkOrder.of([c.chunk_id for c in self.chunks])
+        return ChunkOrder.of_rows(self.chunks.derived.order)
 
     @cached_property
     def dedup(self) -> DedupKeys:
-        return DedupKeys.build([dedup_key(c) for c in self.chunks])
+        return DedupKeys.of_codes(self.chunks.derived.codes[:, :2])
 
     @cached_property
     def terms(self) -> TermIndex:
-        return TermIndex(self.version.keywords, self.chunks)
+        return TermIndex(self.version.keywords, self.chunks, stored=self.chunks.derived.terms)
 
     @cached_property
     def calibration(self) -> Calibration:

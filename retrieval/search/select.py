@@ -9,23 +9,13 @@ some row shares two keys is walked in rank order instead. Both give the same mas
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from ragrig.configs.models import RetrievalConfig
-from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.search.candidates import CandidateBatch, DedupKeys
 from ragrig.retrieval.search.fusion import Fused
-
-
-def dedup_key(chunk: Chunk) -> tuple[Hashable, ...]:
-    """Two hits are duplicates when their text is identical, or they are pieces of the same section."""
-    text_key = ("text", hashlib.sha1(" ".join(chunk.text.split()).casefold().encode()).hexdigest())
-    if chunk.part:
-        return (text_key, ("section", chunk.doc_id, tuple(chunk.header_path), chunk.level))
-    return (text_key,)
 
 
 def dedup_walk(keys: Sequence[tuple[Hashable, ...]], prone: np.ndarray, limit: int | None) -> np.ndarray:

@@ -3,7 +3,6 @@ queries, pinning them, the adaptive cut, and section expansion (``shape`` runs t
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ from ragrig.retrieval.results import Hit
 if TYPE_CHECKING:
     import numpy as np
     from ragrig.retrieval.headers import HeaderIndex
+    from ragrig.retrieval.index.chunk_table import ChunkTable
     from ragrig.retrieval.search.query import ProcessedQuery
 
 Pins = list[tuple[str, int]]  # (entity, the chunk row that answers for it)
@@ -39,10 +39,8 @@ def entity_rows(processed: Sequence[ProcessedQuery], headers: HeaderIndex, thres
 class Sections:
     """Each chunk's own section within its document (what section expansion brings)."""
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        self.by_doc: dict[str, list[Chunk]] = defaultdict(list)
-        for c in chunks:
-            self.by_doc[c.doc_id].append(c)
+    def __init__(self, chunks: ChunkTable) -> None:
+        self.chunks = chunks
 
     def own(self, c: Chunk) -> list[Chunk]:
         """The chunks of ``c``'s own section, in document order: its other pieces and its subsections (none for
@@ -50,7 +48,8 @@ class Sections:
         n = len(c.header_path)
         if not n or c.level == 0:
             return []
-        return [x for x in self.by_doc[c.doc_id] if x.level >= c.level and x.header_path[:n] == c.header_path]
+        doc = [self.chunks[row] for row in self.chunks.doc_rows(c.doc_id)]
+        return [x for x in doc if x.level >= c.level and x.header_path[:n] == c.header_path]
 
 
 def shape(hits: list[Hit], pins: Pins, r: RetrievalConfig, k: int, make_hit: Callable[[int], Hit],

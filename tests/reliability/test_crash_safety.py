@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POINTS = [
     "before:discover", "after:discover", "before:plan", "after:plan", "before:partitions", "after:partitions",
     "before:embed", "after:embed", "before:vectors", "after:vectors", "before:index", "index:tables", "index:bm25",
-    "index:vectors", "index:chroma", "after:index", "before:publish", "after:publish",
+    "index:reader", "index:vectors", "index:chroma", "after:index", "before:publish", "after:publish",
 ]
 # The ingests to kill are forked from one process that imported the pipeline's libraries once (torch,
 # sentence-transformers, Chroma, bm25s: ~4 s of 2 cores per cold interpreter, 20 times). Each forked ingest loads

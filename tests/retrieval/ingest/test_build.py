@@ -43,13 +43,17 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     marks: list[str] = []
     version = build(cfg, docs, chunks, vectors, mark=marks.append)
     layout = Layout(cfg)
-    assert version == "v000001" and marks == ["index:tables", "index:bm25", "index:vectors", "index:chroma"]
+    assert version == "v000001" and marks == ["index:tables", "index:bm25", "index:reader", "index:vectors",
+                                              "index:chroma"]
     assert layout.published_versions() == ["v000001"] and layout.leftovers() == []
     assert layout.current_version() is None  # built, not published
     new, old = layout.version_dir(version), LEGACY / "v000001"
     files = sorted(str(p.relative_to(old)) for p in old.rglob("*") if p.is_file())
-    # new since the fixture: the version's own unit vectors, row for row the chunks table's
-    assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == sorted(files + ["vectors.npy"])
+    # new since the fixture: the version's own unit vectors, row for row the chunks table's, and reader/ (what a
+    # reader needs of every row, derived once: tests/retrieval/index/test_chunk_table.py)
+    added = ["vectors.npy", *(f"reader/{n}" for n in ("codes.npy", "docs.json", "format.json", "headers.json",
+                                                       "ids.bin", "ids.npy", "order.npy", "rows.npy", "terms.json"))]
+    assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == sorted(files + added)
     stored = np.load(new / "vectors.npy")
     assert stored.dtype == np.float32 and np.allclose(stored, vectors / np.linalg.norm(vectors, axis=1)[:, None])
     for name in files:
@@ -68,7 +72,7 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     before, after = read_manifest(old), read_manifest(new)
     assert before.pop("created") and after.pop("created")
     hashes = after.pop("files")  # new since the fixture: every other file's sha256, what ingest and readers check
-    assert sorted(hashes) == sorted([f for f in files if f != MANIFEST] + ["vectors.npy"])
+    assert sorted(hashes) == sorted([f for f in files if f != MANIFEST] + added)
     assert all(hashlib.sha256((new / f).read_bytes()).hexdigest() == h for f, h in hashes.items())
     assert after.pop("vectors") == {"file": "vectors.npy", "dtype": "float32", "hnsw": None}
     assert after.pop("bm25") == {"shards": 1}  # new since the fixture: how many BM25 shards

@@ -96,7 +96,7 @@ def test_first_ingest_then_nothing_changed(corpus, make_config):
     assert v.chunks[0].metadata["title"] == "Alpha Rules" and v.chunks[0].metadata["category"] == "core"
     assert Layout(cfg).current_file.read_text().strip() == "v000001"
     parts = {k: v for k, v in s.seconds.items() if k.startswith("index:")}  # the build, part by part
-    assert list(parts) == ["index:tables", "index:bm25", "index:vectors", "index:chroma"]
+    assert list(parts) == ["index:tables", "index:bm25", "index:reader", "index:vectors", "index:chroma"]
     assert all(v >= 0 for v in parts.values()) and sum(parts.values()) <= s.seconds["index"] + 0.004  # rounding
 
     s2 = ingest(cfg)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from ragrig.configs.models import RetrievalConfig
 from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.index.chunk_table import dedup_key
 from ragrig.retrieval.search.fusion import fuse
-from ragrig.retrieval.search.select import dedup_first_of_group, dedup_key, dedup_walk, select
+from ragrig.retrieval.search.select import dedup_first_of_group, dedup_walk, select
 from search_batches import batch_of, fusion
 
 

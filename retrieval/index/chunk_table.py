@@ -1,0 +1,190 @@
+"""A version's chunks as a reader holds them (issue 38): each row parsed from ``chunks.jsonl`` when it is asked for
+(never every row held as a Python object), beside the per-version structures queries need, which ingest derives
+once and writes in ``reader/`` (``reader_files.py``): the chunk-id order, each row's de-duplication keys and
+document, the header and term indexes. A version written before them opens as before: every row parsed, the
+same structures derived in memory by the same ``derive``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.headers import HeaderIndex
+from ragrig.retrieval.multihop.terms import TermIndex
+
+ROW_CACHE = 8192  # parsed rows kept (a query reads its candidates' rows more than once)
+
+
+def dedup_key(chunk: Chunk) -> tuple[Hashable, ...]:
+    """Two hits are duplicates when their text is identical, or they are pieces of the same section."""
+    text_key = ("text", hashlib.sha1(" ".join(chunk.text.split()).casefold().encode()).hexdigest())
+    if chunk.part:
+        return (text_key, ("section", chunk.doc_id, tuple(chunk.header_path), chunk.level))
+    return (text_key,)
+
+
+@dataclass
+class Derived:
+    """What queries need of every row, made once per version: ``order`` (the rows in chunk-id order), ``codes``
+    (n x 3: the row's de-duplication text key, its section key or -1 for a whole section, its document; each a
+    number given in row order of first appearance), ``docs`` (the document ids the third column numbers),
+    ``headers`` and ``terms`` (``TermIndex``'s rows: term -> chunk ids, sorted)."""
+
+    order: np.ndarray
+    codes: np.ndarray
+    docs: list[str]
+    headers: HeaderIndex
+    terms: dict[str, list[str]]
+
+
+def derive(chunks: Sequence[Chunk], library: dict[str, Any]) -> Derived:
+    ids = [c.chunk_id for c in chunks]
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    text: dict[Hashable, int] = {}
+    section: dict[Hashable, int] = {}
+    docs: dict[str, int] = {}
+    codes = np.empty((len(chunks), 3), dtype=np.int64)
+    for row, c in enumerate(chunks):
+        key = dedup_key(c)
+        codes[row] = (text.setdefault(key[0], len(text)),
+                      section.setdefault(key[1], len(section)) if len(key) > 1 else -1,
+                      docs.setdefault(c.doc_id, len(docs)))
+    terms = TermIndex(library, chunks).rows
+    return Derived(order, codes, list(docs), HeaderIndex(chunks), {t: sorted(ids) for t, ids in terms.items()})
+
+
+class _LazyRows:
+    """Rows of ``chunks.jsonl`` by number: ``offsets[i]:offsets[i + 1]`` is row i's line (memory-mapped)."""
+
+    def __init__(self, path: Path, offsets: np.ndarray, damaged: Callable[[str], Exception]) -> None:
+        self.path, self.offsets, self.damaged = path, offsets, damaged
+        self._buf: Any = None
+        self.get = lru_cache(maxsize=ROW_CACHE)(self._parse)
+
+    @property
+    def buf(self) -> Any:
+        if self._buf is None:
+            with open(self.path, "rb") as fh:
+                size = int(self.offsets[-1])
+                self._buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        return self._buf
+
+    def _parse(self, row: int) -> Chunk:
+        try:
+            return Chunk.from_dict(json.loads(self.buf[int(self.offsets[row]):int(self.offsets[row + 1])]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self.damaged(f"chunks.jsonl row {row} is unreadable ({type(exc).__name__})") from None
+
+
+class ChunkTable(Sequence[Chunk]):
+    """The rows of a version (``table[i]``: a Chunk) and its ``Derived`` structures. ``rows``: a list (a
+    version without ``reader/``: every row parsed) or the lazy rows of ``chunks.jsonl``."""
+
+    def __init__(self, rows: list[Chunk] | _LazyRows, derived: Derived, ids: Callable[[int], str]) -> None:
+        self._rows, self.derived, self._id = rows, derived, ids
+        self._n = len(derived.order)
+
+    @classmethod
+    def of(cls, chunks: list[Chunk], library: dict[str, Any]) -> ChunkTable:
+        """A table over rows already in memory (a version written before ``reader/``; tests)."""
+        return cls(chunks, derive(chunks, library), lambda row: chunks[row].chunk_id)
+
+    @classmethod
+    def lazy(cls, path: Path, offsets: np.ndarray, derived: Derived, ids: Callable[[int], str],
+             damaged: Callable[[str], Exception]) -> ChunkTable:
+        return cls(_LazyRows(path, offsets, damaged), derived, ids)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        i = int(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"chunk row {i} out of range ({self._n} rows)")
+        return self._rows[i] if isinstance(self._rows, list) else self._rows.get(i)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        if isinstance(self._rows, list):
+            return iter(self._rows)
+        return (self._rows._parse(i) for i in range(self._n))  # every row once: not through the cache
+
+    @property
+    def lazy_rows(self) -> bool:
+        return not isinstance(self._rows, list)
+
+    def chunk_id(self, row: int) -> str:
+        return self._id(row)
+
+    @property
+    def rows_by_id(self) -> RowsById:
+        return RowsById(self)
+
+    def doc_rows(self, doc_id: str) -> list[int]:
+        """The rows of document ``doc_id``, in row order."""
+        index = self._doc_index
+        code = index[0].get(doc_id)
+        if code is None:
+            return []
+        starts = index[2]
+        return index[1][starts[code]:starts[code + 1]].tolist()
+
+    @property
+    def _doc_index(self) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        got = getattr(self, "_docs_made", None)
+        if got is None:
+            doc = self.derived.codes[:, 2]
+            by_doc = np.argsort(doc, kind="stable")
+            starts = np.searchsorted(doc[by_doc], np.arange(len(self.derived.docs) + 1))
+            got = self._docs_made = ({d: i for i, d in enumerate(self.derived.docs)}, by_doc, starts)
+        return got
+
+
+class RowsById(Mapping[str, int]):
+    """Chunk id -> row, by binary search over the stored chunk-id order (no dict of every id)."""
+
+    def __init__(self, table: ChunkTable) -> None:
+        self.table, self.order = table, table.derived.order
+
+    def _find(self, chunk_id: str) -> int | None:
+        lo, hi = 0, len(self.order)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.table.chunk_id(int(self.order[mid])) < chunk_id:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self.order) and self.table.chunk_id(int(self.order[lo])) == chunk_id:
+            return int(self.order[lo])
+        return None
+
+    def __getitem__(self, chunk_id: str) -> int:
+        row = self._find(chunk_id) if isinstance(chunk_id, str) else None
+        if row is None:
+            raise KeyError(chunk_id)
+        return row
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return isinstance(chunk_id, str) and self._find(chunk_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.table.chunk_id(i) for i in range(len(self.table)))
+
+    def __len__(self) -> int:
+        return len(self.table)

@@ -1,0 +1,107 @@
+"""The ``reader/`` folder of a version: what ``chunk_table.derive`` makes, written once by ingest so that a reader
+opens the version without parsing every row (issue 38; docs/scale.md). Every file is in the manifest's ``files``
+and checked with the rest; a reader also checks that the files fit the table (``load``), and a version without
+the folder, or with another ``READER_FORMAT``, is read as before it existed (``chunk_table.ChunkTable.of``).
+
+    reader/
+        format.json    {"format": READER_FORMAT, "rows": n}
+        rows.npy       int64[n + 1]: where each row's line starts in chunks.jsonl, then the file's size
+        ids.bin        the chunk ids, UTF-8, one after the other in row order; ids.npy: int64[n + 1] offsets
+        order.npy      int64[n]: the rows in chunk-id order
+        codes.npy      int64[n, 3]: Derived.codes
+        docs.json      Derived.docs
+        headers.json   the header index (``HeaderIndex.state``)
+        terms.json     Derived.terms
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ragrig.retrieval.documents import Chunk
+from ragrig.retrieval.headers import HeaderIndex
+from ragrig.retrieval.index.chunk_table import ChunkTable, Derived, derive
+from ragrig.retrieval.index.files import write_json
+
+READER_DIR = "reader"
+READER_FORMAT = 1
+
+
+def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, Any], offsets: np.ndarray) -> None:
+    """``reader/`` for the rows just written to ``chunks.jsonl`` (``offsets``: ``format.write_tables``'s)."""
+    d = derive(chunks, library)
+    out = version_dir / READER_DIR
+    out.mkdir(exist_ok=True)
+    ids = [c.chunk_id.encode("utf-8") for c in chunks]
+    np.save(out / "rows.npy", np.asarray(offsets, dtype=np.int64))
+    (out / "ids.bin").write_bytes(b"".join(ids))
+    np.save(out / "ids.npy", np.concatenate([[0], np.cumsum([len(b) for b in ids], dtype=np.int64)]).astype(np.int64))
+    np.save(out / "order.npy", d.order)
+    np.save(out / "codes.npy", d.codes)
+    write_json(out / "docs.json", d.docs)
+    write_json(out / "headers.json", d.headers.state())
+    write_json(out / "terms.json", d.terms)
+    write_json(out / "format.json", {"format": READER_FORMAT, "rows": len(chunks)})
+
+
+def has_reader(version_dir: Path) -> bool:
+    """Whether the version has a ``reader/`` this code reads (else its rows are all parsed, as before)."""
+    try:
+        stamp = json.loads((version_dir / READER_DIR / "format.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("format") == READER_FORMAT
+
+
+def _array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError) as exc:
+        raise ValueError(f"{path.parent.name}/{path.name} is not a numpy array ({exc})") from None
+    if a.dtype != np.int64 or a.shape != shape:
+        raise ValueError(f"{path.parent.name}/{path.name} is {a.dtype}{list(a.shape)}, not int64{list(shape)}")
+    return a
+
+
+def _json(path: Path, kind: type) -> Any:
+    got = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(got, kind):
+        raise ValueError(f"{path.parent.name}/{path.name} is not a JSON {kind.__name__}")
+    return got
+
+
+def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, Any],
+               damaged: Callable[[str], Exception]) -> ChunkTable:
+    """The version's table from ``reader/`` (``n``: the manifest's row count). Raises ValueError (or OSError)
+    naming the file when one does not fit the table."""
+    r = version_dir / READER_DIR
+    rows = _array(r / "rows.npy", (n + 1,))
+    if rows[0] != 0 or (n and np.any(np.diff(rows) < 1)) or int(rows[-1]) != chunks_file.stat().st_size:
+        raise ValueError(f"{READER_DIR}/rows.npy does not fit chunks.jsonl")
+    id_ends = _array(r / "ids.npy", (n + 1,))
+    blob = (r / "ids.bin").read_bytes()
+    if id_ends[0] != 0 or (n and np.any(np.diff(id_ends) < 1)) or int(id_ends[-1]) != len(blob):
+        raise ValueError(f"{READER_DIR}/ids.npy does not fit ids.bin")
+    order = _array(r / "order.npy", (n,))
+    codes = _array(r / "codes.npy", (n, 3))
+    if n and (order.min() < 0 or order.max() >= n or np.bincount(order, minlength=n).max() != 1):
+        raise ValueError(f"{READER_DIR}/order.npy is not an order of the {n} rows")
+    docs = _json(r / "docs.json", list)
+    if n and (codes[:, 2].min() < 0 or codes[:, 2].max() >= len(docs) or codes[:, 0].min() < 0
+              or codes[:, 1].min() < -1 or not all(isinstance(d, str) for d in docs)):
+        raise ValueError(f"{READER_DIR}/codes.npy does not fit docs.json")
+    headers = HeaderIndex.from_state(_json(r / "headers.json", dict), n)
+    terms = _json(r / "terms.json", dict)
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in terms.values()):
+        raise ValueError(f"{READER_DIR}/terms.json is not term -> chunk ids")
+    ends = id_ends.tolist()
+
+    def chunk_id(row: int) -> str:
+        return blob[ends[row]:ends[row + 1]].decode("utf-8")
+
+    derived = Derived(order, codes, docs, headers, terms)
+    return ChunkTable.lazy(chunks_file, rows, derived, chunk_id, damaged)
