@@ -39,6 +39,7 @@ class Layout:
         self.current_file = self.index_dir / "CURRENT"
         self.chroma_dir = self.index_dir / "chroma"
         self.lock_file = self.index_dir / "ingest.lock"
+        self.verified_dir = self.index_dir / "verified"  # files of a version already checked here (verified.py)
         self.views_file = self.index_dir / "views.json"  # the fused views embedded for a version (ingest/views.py)
         self.cache_dir = self.home / "cache"
         self.embedding_cache = self.cache_dir / "embeddings.sqlite"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragrig.configs.models import ChromaConfig, IndexConfig
-from ragrig.retrieval.index import chroma, leases
+from ragrig.retrieval.index import chroma, leases, verified
 from ragrig.retrieval.index.files import fsync_dir, fsync_tree, write_atomic
 from ragrig.retrieval.index.format import collection_name, collection_version
 from ragrig.retrieval.index.layout import Layout
@@ -70,6 +70,7 @@ def prune(layout: Layout, cfg: IndexConfig) -> Pruned:
             chroma.delete_collection(client, collection_name(layout.key, v))
             shutil.rmtree(trash, ignore_errors=True)
             leases.remove(layout.index_dir, v)
+            verified.record_file(layout.verified_dir, layout.version_dir(v)).unlink(missing_ok=True)
         out.removed.append(v)
     return out
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.index import verified
 from ragrig.retrieval.index.format import (
     BM25_DIR,
     CHUNKS,
@@ -37,8 +38,10 @@ def load_manifest(version_dir: Path) -> tuple[dict[str, Any] | None, str | None]
     return manifest, None
 
 
-def check_files(version_dir: Path, manifest: dict[str, Any]) -> list[str]:
-    """Every file the manifest lists, present and with its sha256 (older manifests: the tables' row counts)."""
+def check_files(version_dir: Path, manifest: dict[str, Any], stamps: Path | None = None) -> list[str]:
+    """Every file the manifest lists, present and with its sha256 (older manifests: the tables' row counts).
+    ``stamps``: the index's records of files already checked on this machine (``verified.py``): a file whose
+    identity is the one recorded with the sha256 the manifest lists is not hashed again."""
     problems: list[str] = []
     for name in (DOCUMENTS, CHUNKS):
         if not (version_dir / name).is_file():
@@ -48,6 +51,8 @@ def check_files(version_dir: Path, manifest: dict[str, Any]) -> list[str]:
     files = manifest.get("files")
     if files is None:
         return problems or _check_tables(version_dir, manifest)
+    trusted = verified.known(stamps, version_dir) if stamps is not None else {}
+    checked: dict[str, list] = {}
     for rel, sha in sorted(files.items()):
         p = version_dir / rel
         if not p.is_file():
@@ -55,10 +60,18 @@ def check_files(version_dir: Path, manifest: dict[str, Any]) -> list[str]:
                 problems.append(f"{rel} is missing")
             continue
         try:
+            before = verified.identity(p)
+            if trusted.get(rel) == [sha, *before]:
+                checked[rel] = trusted[rel]
+                continue
             if file_sha256(p) != sha:
                 problems.append(f"{rel} does not match the manifest (sha256 differs: damaged or edited)")
+            elif verified.identity(p) == before:  # unchanged while it was hashed
+                checked[rel] = [sha, *before]
         except OSError as exc:
             problems.append(f"{rel} is unreadable ({exc.strerror or exc})")
+    if stamps is not None and not problems and len(checked) == len(files) and checked != trusted:
+        verified.record(stamps, version_dir, checked)
     return list(dict.fromkeys(problems))
 
 
@@ -98,15 +111,16 @@ def check_collection(cfg: RagrigConfig, chroma_dir: Path, manifest: dict[str, An
     return [] if n == want else [f"Chroma collection {name} holds {n} vectors, the manifest {want} chunks"]
 
 
-def verify_version(cfg: RagrigConfig, version_dir: Path, chroma_dir: Path, *, chroma: bool = True) -> list[str]:
+def verify_version(cfg: RagrigConfig, version_dir: Path, chroma_dir: Path, *, chroma: bool = True,
+                   stamps: Path | None = None) -> list[str]:
     """Everything that is wrong with a version, cheaply (no table parsed when the manifest lists its files):
-    an empty list means it can be kept and served."""
+    an empty list means it can be kept and served. ``stamps``: see ``check_files``."""
     if not version_dir.is_dir():
         return [f"the version folder {version_dir} is missing"]
     manifest, problem = load_manifest(version_dir)
     if manifest is None:
         return [problem or "manifest unusable"]
-    problems = check_files(version_dir, manifest)
+    problems = check_files(version_dir, manifest, stamps)
     if chroma and not problems:
         problems += check_collection(cfg, chroma_dir, manifest)
     return problems

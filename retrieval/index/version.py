@@ -90,8 +90,10 @@ class IndexVersion:
 
     def check(self, chroma: bool = True) -> None:
         """Raise ``IndexDamagedError`` unless every file matches the manifest (and, with ``chroma``, the
-        collection holds one vector per chunk)."""
-        problems = verify_version(self.cfg, self.dir, self.layout.chroma_dir, chroma=chroma)
+        collection holds one vector per chunk). Files this machine checked before and that have not changed since
+        are not hashed again (``verified.py``)."""
+        problems = verify_version(self.cfg, self.dir, self.layout.chroma_dir, chroma=chroma,
+                                  stamps=self.layout.verified_dir)
         if problems:
             more = f" (and {len(problems) - 1} more problems: `ragrig health`)" if len(problems) > 1 else ""
             raise self.damaged(problems[0] + more)
