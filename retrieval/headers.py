@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.markdown import normalize_header
 from rapidfuzz import fuzz, process
@@ -35,33 +36,47 @@ class HeaderIndex:
             rows[key].append(i)
             shown.setdefault(key, title)
         # a title that heads many sections ("Victory Points") names none of them
-        self._set({k: tuple(v) for k, v in rows.items() if len(v) <= max_sections_per_title}, shown)
+        kept = [k for k, v in rows.items() if len(v) <= max_sections_per_title]
+        flat = [r for k in kept for r in rows[k]]
+        ptr = np.cumsum([0] + [len(rows[k]) for k in kept], dtype=np.int64)
+        self._set(kept, [shown[k] for k in kept], np.array(flat, dtype=np.int64), ptr)
 
-    def _set(self, rows: dict[str, tuple[int, ...]], shown: dict[str, str]) -> None:
-        self._rows = rows
-        self._shown = shown
-        self._keys = list(self._rows)
-        self._by_len: dict[int, list[str]] = defaultdict(list)
-        for k in self._keys:
-            self._by_len[len(k.split())].append(k)
+    def _set(self, keys: list[str], shown: list[str], flat: np.ndarray, ptr: np.ndarray) -> None:
+        """Key i (a normalised title) is written ``shown[i]`` and heads rows ``flat[ptr[i]:ptr[i + 1]]``."""
+        self._keys, self._shown, self._flat, self._ptr = keys, shown, flat, ptr
+        self._lengths: dict[int, tuple[list[str], list[int]]] | None = None
 
-    def state(self) -> dict[str, list]:
-        """What the index holds, as JSON (a version's ``reader/headers.json``): its keys in order, each key's
-        title as written and its rows."""
-        return {"keys": self._keys, "shown": [self._shown[k] for k in self._keys],
-                "rows": [list(self._rows[k]) for k in self._keys]}
+    def _rows(self, i: int) -> tuple[int, ...]:
+        return tuple(self._flat[self._ptr[i]:self._ptr[i + 1]].tolist())
+
+    @property
+    def _by_len(self) -> dict[int, tuple[list[str], list[int]]]:
+        """Keys by their number of words (each with its place among all keys), made on first use."""
+        if self._lengths is None:
+            by_len: dict[int, tuple[list[str], list[int]]] = {}
+            for i, k in enumerate(self._keys):
+                keys, places = by_len.setdefault(len(k.split()), ([], []))
+                keys.append(k)
+                places.append(i)
+            self._lengths = by_len
+        return self._lengths
+
+    def state(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+        """What the index holds (a version's ``reader/``): its keys in order, each key's title as written, and
+        its rows as ``flat[ptr[i]:ptr[i + 1]]``."""
+        return self._keys, self._shown, self._flat, self._ptr
 
     @classmethod
-    def from_state(cls, state: dict[str, list], n_rows: int) -> HeaderIndex:
+    def from_state(cls, keys: object, shown: object, flat: np.ndarray, ptr: np.ndarray, n_rows: int) -> HeaderIndex:
         """The index ``state()`` described (rows below ``n_rows``); ValueError when it is not one."""
-        keys, shown, rows = state.get("keys"), state.get("shown"), state.get("rows")
-        if not (isinstance(keys, list) and isinstance(shown, list) and isinstance(rows, list)
-                and len(keys) == len(shown) == len(rows) and all(isinstance(k, str) for k in keys + shown)
-                and all(isinstance(r, list) and r and all(type(x) is int and 0 <= x < n_rows for x in r)
-                        for r in rows)):
-            raise ValueError("reader/headers.json is not a header index of this table")
+        if not (isinstance(keys, list) and isinstance(shown, list) and len(keys) == len(shown)
+                and all(isinstance(k, str) for k in keys) and all(isinstance(k, str) for k in shown)):
+            raise ValueError("reader/headers.json is not two equal lists of titles")
+        if (ptr.ndim != 1 or flat.ndim != 1 or len(ptr) != len(keys) + 1 or ptr[0] != 0 or int(ptr[-1]) != len(flat)
+                or (len(keys) and np.diff(ptr).min() < 1) or (len(flat) and (flat.min() < 0 or flat.max() >= n_rows))):
+            raise ValueError("reader/header_rows.npy does not fit reader/headers.json and the table")
         index = cls.__new__(cls)
-        index._set({k: tuple(r) for k, r in zip(keys, rows)}, dict(zip(keys, shown)))
+        index._set(keys, shown, flat, ptr)
         return index
 
     def __len__(self) -> int:
@@ -73,14 +88,14 @@ class HeaderIndex:
         if not key or not self._keys:
             return []
         hits = process.extract(key, self._keys, scorer=fuzz.ratio, score_cutoff=threshold * 100, limit=limit)
-        out = [HeaderMatch(self._shown[k], s / 100.0, self._rows[k]) for k, s, _ in hits]
+        out = [HeaderMatch(self._shown[i], s / 100.0, self._rows(i)) for _, s, i in hits]
         return sorted(out, key=lambda m: (-m.score, -len(m.title), m.title))
 
     def mentions(self, query: str, threshold: float = 0.85, limit: int = 10) -> list[HeaderMatch]:
         """Headers the query names, exactly or nearly (word n-grams of the query vs titles of that length)."""
         words = normalize_header(query).split()  # the titles' own normal form: word tokens
-        best: dict[str, float] = {}
-        for n, keys in self._by_len.items():
+        best: dict[int, float] = {}
+        for n, (keys, places) in self._by_len.items():
             if n > len(words):
                 continue
             for i in range(len(words) - n + 1):
@@ -89,7 +104,8 @@ class HeaderIndex:
                     continue
                 hit = process.extractOne(gram, keys, scorer=fuzz.ratio, score_cutoff=threshold * 100)
                 if hit is not None:
-                    k, s = hit[0], hit[1] / 100.0
+                    k, s = places[hit[2]], hit[1] / 100.0
                     best[k] = max(best.get(k, 0.0), s)
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[:limit]
-        return [HeaderMatch(self._shown[k], s, self._rows[k]) for k, s in ranked]
+        keys = self._keys
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], -len(keys[kv[0]]), keys[kv[0]]))[:limit]
+        return [HeaderMatch(self._shown[i], s, self._rows(i)) for i, s in ranked]

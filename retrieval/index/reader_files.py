@@ -10,7 +10,8 @@ the folder, or with another ``READER_FORMAT``, is read as before it existed (``c
         order.npy      int64[n]: the rows in chunk-id order
         codes.npy      int64[n, 3]: Derived.codes
         docs.json      Derived.docs
-        headers.json   the header index (``HeaderIndex.state``)
+        headers.json   the header index's keys and titles as written (``HeaderIndex.state``); header_rows.npy
+                       and header_ptr.npy: int64, key i's rows are header_rows[header_ptr[i]:header_ptr[i + 1]]
         terms.json     Derived.terms
 """
 
@@ -25,10 +26,11 @@ import numpy as np
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.chunk_table import ChunkTable, Derived, derive
+from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.index.files import write_json
 
 READER_DIR = "reader"
-READER_FORMAT = 1
+READER_FORMAT = 2  # 1 (unreleased): the header rows were in headers.json
 
 
 def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, Any], offsets: np.ndarray) -> None:
@@ -42,10 +44,17 @@ def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, 
     np.save(out / "ids.npy", np.concatenate([[0], np.cumsum([len(b) for b in ids], dtype=np.int64)]).astype(np.int64))
     np.save(out / "order.npy", d.order)
     np.save(out / "codes.npy", d.codes)
-    write_json(out / "docs.json", d.docs)
-    write_json(out / "headers.json", d.headers.state())
-    write_json(out / "terms.json", d.terms)
+    keys, shown, flat, ptr = d.headers.state()
+    _write_compact(out / "docs.json", d.docs)
+    _write_compact(out / "headers.json", {"keys": keys, "shown": shown})
+    np.save(out / "header_rows.npy", flat)
+    np.save(out / "header_ptr.npy", ptr)
+    _write_compact(out / "terms.json", d.terms)
     write_json(out / "format.json", {"format": READER_FORMAT, "rows": len(chunks)})
+
+
+def _write_compact(path: Path, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def has_reader(version_dir: Path) -> bool:
@@ -57,13 +66,15 @@ def has_reader(version_dir: Path) -> bool:
     return isinstance(stamp, dict) and stamp.get("format") == READER_FORMAT
 
 
-def _array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+def _array(path: Path, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """An int64 array file (of ``shape``, or any one-dimensional one); ValueError naming the file otherwise."""
     try:
         a = np.load(path, allow_pickle=False)
     except (ValueError, EOFError) as exc:
         raise ValueError(f"{path.parent.name}/{path.name} is not a numpy array ({exc})") from None
-    if a.dtype != np.int64 or a.shape != shape:
-        raise ValueError(f"{path.parent.name}/{path.name} is {a.dtype}{list(a.shape)}, not int64{list(shape)}")
+    if a.dtype != np.int64 or (a.shape != shape if shape is not None else a.ndim != 1):
+        want = list(shape) if shape is not None else "[n]"
+        raise ValueError(f"{path.parent.name}/{path.name} is {a.dtype}{list(a.shape)}, not int64{want}")
     return a
 
 
@@ -94,7 +105,9 @@ def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, 
     if n and (codes[:, 2].min() < 0 or codes[:, 2].max() >= len(docs) or codes[:, 0].min() < 0
               or codes[:, 1].min() < -1 or not all(isinstance(d, str) for d in docs)):
         raise ValueError(f"{READER_DIR}/codes.npy does not fit docs.json")
-    headers = HeaderIndex.from_state(_json(r / "headers.json", dict), n)
+    titles = _json(r / "headers.json", dict)
+    headers = HeaderIndex.from_state(titles.get("keys"), titles.get("shown"), _array(r / "header_rows.npy"),
+                                     _array(r / "header_ptr.npy"), n)
     terms = _json(r / "terms.json", dict)
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in terms.values()):
         raise ValueError(f"{READER_DIR}/terms.json is not term -> chunk ids")

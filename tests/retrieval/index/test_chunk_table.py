@@ -66,7 +66,9 @@ def test_the_stored_structures_are_the_ones_derive_makes(version):
     stored, made = v.chunks.derived, derive(read_chunks(v.dir), v.keywords)
     assert stored.order.tolist() == made.order.tolist()
     assert stored.codes.tolist() == made.codes.tolist() and stored.docs == made.docs == ["a.md", "b.md", "c.md"]
-    assert stored.headers.state() == made.headers.state() and stored.headers.state()["keys"]
+    (keys, shown, flat, ptr), made_state = stored.headers.state(), made.headers.state()
+    assert keys and (keys, shown) == made_state[:2]
+    assert flat.tolist() == made_state[2].tolist() and ptr.tolist() == made_state[3].tolist()
     assert stored.terms == made.terms
 
 
@@ -116,8 +118,11 @@ def _damage(v, name: str, change) -> None:
     ("codes.npy", lambda p: np.save(p, np.load(p).astype(np.float64)), "codes.npy is float64"),
     ("codes.npy", lambda p: np.save(p, np.load(p) * 0 + 99), "codes.npy does not fit docs.json"),
     ("ids.bin", lambda p: p.write_bytes(p.read_bytes()[:-1]), "ids.npy does not fit ids.bin"),
-    ("headers.json", lambda p: p.write_text(json.dumps({"keys": ["x"], "shown": ["x"], "rows": [[10**6]]})),
-     "headers.json is not a header index"),
+    ("headers.json", lambda p: p.write_text(json.dumps({"keys": ["x"], "shown": [1]})),
+     "headers.json is not two equal lists of titles"),
+    ("header_rows.npy", lambda p: np.save(p, np.load(p) + 10**6), "header_rows.npy does not fit"),
+    ("header_ptr.npy", lambda p: np.save(p, np.load(p)[::-1].copy()), "header_rows.npy does not fit"),
+    ("header_rows.npy", lambda p: np.save(p, np.load(p).astype(np.int32)), "header_rows.npy is int32"),
     ("terms.json", lambda p: p.write_text('{"t": [1]}'), "terms.json is not term -> chunk ids"),
     ("docs.json", lambda p: p.write_text("{}"), "docs.json is not a JSON list"),
     ("order.npy", lambda p: p.write_bytes(b"\x93NUMPY junk"), "order.npy is not a numpy array"),
