@@ -10,7 +10,7 @@ and file-backed (pages of the version's files, shared by every reader of that ve
 given back by the kernel under pressure); BM25's p50 per query (``Sources.bm25`` at ragrig's candidate depth)
 and hybrid's (``Retriever.search`` with the default fusion). Queries: retrieval_latency's synthetic ones.
 
-    python benchmarks/reader_memory.py [--size 100000] [--queries 200] [--repeats 2] [--home DIR]
+    python benchmarks/reader_memory.py [--size 100000] [--queries 200] [--repeats 2] [--home DIR] [--set K=V ...]
 
 Builds (or reuses) the index under <home>/bench-scale/<size> as retrieval_latency.py does. Prints a Markdown
 table, writes benchmarks/results/reader_memory.json.
@@ -49,7 +49,7 @@ def smaps_mb() -> dict[str, float]:
     return {k: round(v, 1) for k, v in out.items()}
 
 
-def reader(mode: str, home: str, n: int, count: int) -> dict[str, Any]:
+def reader(mode: str, home: str, n: int, count: int, sets: list[str]) -> dict[str, Any]:
     """Child process: open the index with its chunk table ``mode``, query it, report time and memory."""
     from ragrig.configs.load import load_config
     from ragrig.retrieval.index import version
@@ -61,7 +61,7 @@ def reader(mode: str, home: str, n: int, count: int) -> dict[str, Any]:
     os.environ["RAGRIG_HOME"] = home
     cfg = load_config(None, [f"corpus.path={Path(home) / 'corpus'}", f"index.name=synthetic-{n}",
                              "retrieval.synonyms=null", "eval.testsets=[]", "index.keep_versions=1",
-                             "retrieval.fusion.weights.vector2=0"])
+                             "retrieval.fusion.weights.vector2=0", *sets])
     texts, _ = synthetic_queries(n, count + 1)
     first = texts.pop()  # the first query: one the measured ones do not repeat
     before = smaps_mb()
@@ -96,7 +96,7 @@ def child(argv: list[str]) -> dict[str, Any]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "_reader":
-        print(json.dumps(reader(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))))
+        print(json.dumps(reader(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=100_000)
@@ -104,13 +104,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--home", default=os.environ.get("RAGRIG_HOME", str(ROOT / ".ragrig")))
     ap.add_argument("--output", type=Path, default=HERE / "results" / "reader_memory.json")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config setting for the build and the readers (e.g. index.vector_search.mode=exact)")
     args = ap.parse_args()
     home = Path(args.home) / "bench-scale" / str(args.size)
-    built = subprocess.run([sys.executable, str(HERE / "retrieval_latency.py"), "_build", str(args.size), str(home)],
+    built = subprocess.run([sys.executable, str(HERE / "retrieval_latency.py"), "_build", str(args.size), str(home),
+                            *args.set],
                            capture_output=True, text=True, check=False)
     if built.returncode != 0:
         raise SystemExit(f"building the synthetic index failed:\n{built.stderr[-3000:]}")
-    runs = [child(["_reader", mode, str(home), str(args.size), str(args.queries)])
+    runs = [child(["_reader", mode, str(home), str(args.size), str(args.queries), *args.set])
             for _ in range(args.repeats) for mode in MODES]
     print(f"synthetic index of {args.size:,} chunks under {home}; {args.queries} queries; {args.repeats} runs each\n")
     print("| chunk table | open s | first query s | RSS after open MiB (anon / file) | RSS after queries MiB "
@@ -129,7 +132,7 @@ def main() -> int:
               f"{med['opened_mb.file']:.0f}) | {med['queried_mb.rss']:.0f} ({med['queried_mb.anonymous']:.0f} / "
               f"{med['queried_mb.file']:.0f}) | {med['bm25_p50_ms']:.2f} | {med['hybrid_p50_ms']:.2f} |")
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"size": args.size, "queries": args.queries, "runs": runs,
+    args.output.write_text(json.dumps({"size": args.size, "queries": args.queries, "sets": args.set, "runs": runs,
                                        "median": summary}, indent=1) + "\n")
     print(f"\nwrote {args.output}")
     return 0

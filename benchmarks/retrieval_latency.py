@@ -89,15 +89,17 @@ def synthetic_words(n: int, rng: np.random.Generator, topic_vocab: np.ndarray, t
     return words
 
 
-def build(n: int, home: Path) -> dict[str, Any]:
-    """Child process: build and publish the synthetic index of n chunks under home (reused when current)."""
+def build(n: int, home: Path, sets: list[str] | None = None) -> dict[str, Any]:
+    """Child process: build and publish the synthetic index of n chunks under home (reused when current), with
+    ``sets`` (more config settings, e.g. ``index.vector_search.mode=exact``: no graph) on top."""
     from ragrig.configs.load import load_config
     from ragrig.retrieval.documents import Chunk, Document, sha256_text
     from ragrig.retrieval.embedding import model_id
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
 
     stamp = home / "generator.json"
-    if stamp.is_file() and json.loads(stamp.read_text()) == {**GENERATOR, "n": n}:
+    made = {**GENERATOR, "n": n, **({"sets": sets} if sets else {})}
+    if stamp.is_file() and json.loads(stamp.read_text()) == made:
         return {"reused": True, **json.loads((home / "build.json").read_text())}
     import shutil
 
@@ -105,7 +107,8 @@ def build(n: int, home: Path) -> dict[str, Any]:
     os.environ["RAGRIG_HOME"] = str(home)
     (home / "corpus").mkdir(parents=True, exist_ok=True)
     cfg = load_config(None, [f"corpus.path={home / 'corpus'}", f"index.name=synthetic-{n}", "retrieval.synonyms=null",
-                             "eval.testsets=[]", "index.keep_versions=1", "retrieval.fusion.weights.vector2=0"])
+                             "eval.testsets=[]", "index.keep_versions=1", "retrieval.fusion.weights.vector2=0",
+                             *(sets or [])])
     t0 = time.perf_counter()
     rng = np.random.default_rng(GENERATOR["seed"])
     centroids, topic_vocab, topic_of = _topics(n, rng)
@@ -132,7 +135,7 @@ def build(n: int, home: Path) -> dict[str, Any]:
     info = {"generate_s": generate_s, "build_s": time.perf_counter() - t0, "stages_s": dict(pipe.stats.seconds),
             "build_peak_rss_mb": peak_rss_mb(), "disk_mb": _du_mb(home)}
     (home / "build.json").write_text(json.dumps(info))
-    stamp.write_text(json.dumps({**GENERATOR, "n": n}))
+    stamp.write_text(json.dumps(made))
     return {"reused": False, **info}
 
 
@@ -293,7 +296,7 @@ def table(results: list[dict[str, Any]]) -> str:
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] in ("_build", "_query"):
         if sys.argv[1] == "_build":
-            res = build(int(sys.argv[2]), Path(sys.argv[3]))
+            res = build(int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
         else:
             res = query(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
         print(json.dumps(res))
