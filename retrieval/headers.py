@@ -41,7 +41,7 @@ class HeaderIndex:
         ptr = np.cumsum([0] + [len(rows[k]) for k in kept], dtype=np.int64)
         self._set(kept, [shown[k] for k in kept], np.array(flat, dtype=np.int64), ptr)
 
-    def _set(self, keys: list[str], shown: list[str], flat: np.ndarray, ptr: np.ndarray) -> None:
+    def _set(self, keys: list[str], shown: Sequence[str], flat: np.ndarray, ptr: np.ndarray) -> None:
         """Key i (a normalised title) is written ``shown[i]`` and heads rows ``flat[ptr[i]:ptr[i + 1]]``."""
         self._keys, self._shown, self._flat, self._ptr = keys, shown, flat, ptr
         self._lengths: dict[int, tuple[list[str], list[int]]] | None = None
@@ -61,20 +61,20 @@ class HeaderIndex:
             self._lengths = by_len
         return self._lengths
 
-    def state(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    def state(self) -> tuple[list[str], Sequence[str], np.ndarray, np.ndarray]:
         """What the index holds (a version's ``reader/``): its keys in order, each key's title as written, and
         its rows as ``flat[ptr[i]:ptr[i + 1]]``."""
         return self._keys, self._shown, self._flat, self._ptr
 
     @classmethod
-    def from_state(cls, keys: object, shown: object, flat: np.ndarray, ptr: np.ndarray, n_rows: int) -> HeaderIndex:
+    def from_state(cls, keys: list[str], shown: Sequence[str], flat: np.ndarray, ptr: np.ndarray,
+                   n_rows: int) -> HeaderIndex:
         """The index ``state()`` described (rows below ``n_rows``); ValueError when it is not one."""
-        if not (isinstance(keys, list) and isinstance(shown, list) and len(keys) == len(shown)
-                and all(isinstance(k, str) for k in keys) and all(isinstance(k, str) for k in shown)):
-            raise ValueError("reader/headers.json is not two equal lists of titles")
+        if len(keys) != len(shown) or not set(map(type, keys)) <= {str}:
+            raise ValueError("reader/headers.txt does not fit reader/header_titles.npy")
         if (ptr.ndim != 1 or flat.ndim != 1 or len(ptr) != len(keys) + 1 or ptr[0] != 0 or int(ptr[-1]) != len(flat)
                 or (len(keys) and np.diff(ptr).min() < 1) or (len(flat) and (flat.min() < 0 or flat.max() >= n_rows))):
-            raise ValueError("reader/header_rows.npy does not fit reader/headers.json and the table")
+            raise ValueError("reader/header_rows.npy does not fit reader/headers.txt and the table")
         index = cls.__new__(cls)
         index._set(keys, shown, flat, ptr)
         return index

@@ -6,12 +6,13 @@ the folder, or with another ``READER_FORMAT``, is read as before it existed (``c
     reader/
         format.json    {"format": READER_FORMAT, "rows": n}
         rows.npy       int64[n + 1]: where each row's line starts in chunks.jsonl, then the file's size
-        ids.bin        the chunk ids, UTF-8, one after the other in row order; ids.npy: int64[n + 1] offsets
+        ids.bin        the chunk ids in row order (``text_column.py``); ids.npy: int64[n + 1] offsets
         order.npy      int64[n]: the rows in chunk-id order
         codes.npy      int64[n, 3]: Derived.codes
         docs.json      Derived.docs
-        headers.json   the header index's keys and titles as written (``HeaderIndex.state``); header_rows.npy
-                       and header_ptr.npy: int64, key i's rows are header_rows[header_ptr[i]:header_ptr[i + 1]]
+        headers.txt    the header index's keys (``HeaderIndex.state``: normalised titles, one a line);
+                       header_titles.bin / .npy their titles as written (``text_column.py``); header_rows.npy and
+                       header_ptr.npy: int64, key i's rows are header_rows[header_ptr[i]:header_ptr[i + 1]]
         terms.json     Derived.terms
 """
 
@@ -23,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ragrig.retrieval import text_column
+from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.chunk_table import ChunkTable, Derived, derive
-from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.index.files import write_json
+from ragrig.retrieval.text_column import TextColumn
 
 READER_DIR = "reader"
-READER_FORMAT = 2  # 1 (unreleased): the header rows were in headers.json
+READER_FORMAT = 3  # 1 and 2 (never released): the header index in headers.json
 
 
 def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, Any], offsets: np.ndarray) -> None:
@@ -38,15 +41,14 @@ def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, 
     d = derive(chunks, library)
     out = version_dir / READER_DIR
     out.mkdir(exist_ok=True)
-    ids = [c.chunk_id.encode("utf-8") for c in chunks]
     np.save(out / "rows.npy", np.asarray(offsets, dtype=np.int64))
-    (out / "ids.bin").write_bytes(b"".join(ids))
-    np.save(out / "ids.npy", np.concatenate([[0], np.cumsum([len(b) for b in ids], dtype=np.int64)]).astype(np.int64))
+    _write_text(out / "ids", [c.chunk_id for c in chunks])
     np.save(out / "order.npy", d.order)
     np.save(out / "codes.npy", d.codes)
     keys, shown, flat, ptr = d.headers.state()
     _write_compact(out / "docs.json", d.docs)
-    _write_compact(out / "headers.json", {"keys": keys, "shown": shown})
+    write_atomic(out / "headers.txt", "\n".join(keys).encode("utf-8"))  # a key is words one space apart
+    _write_text(out / "header_titles", shown)
     np.save(out / "header_rows.npy", flat)
     np.save(out / "header_ptr.npy", ptr)
     _write_compact(out / "terms.json", d.terms)
@@ -55,6 +57,22 @@ def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, 
 
 def _write_compact(path: Path, obj: Any) -> None:
     write_atomic(path, json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _write_text(stem: Path, strings: Sequence[str]) -> None:
+    blob, ends = text_column.encode(strings)
+    write_atomic(stem.with_suffix(".bin"), blob)
+    np.save(stem.with_suffix(".npy"), ends)
+
+
+def _text(stem: Path, n: int) -> TextColumn:
+    try:
+        col = TextColumn(stem.with_suffix(".bin").read_bytes(), _array(stem.with_suffix(".npy")))
+    except ValueError as exc:
+        raise ValueError(f"{READER_DIR}/{stem.name}.npy does not fit {stem.name}.bin ({exc})") from None
+    if len(col) != n:
+        raise ValueError(f"{READER_DIR}/{stem.name}.npy holds {len(col)} strings, not {n}")
+    return col
 
 
 def has_reader(version_dir: Path) -> bool:
@@ -93,10 +111,7 @@ def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, 
     rows = _array(r / "rows.npy", (n + 1,))
     if rows[0] != 0 or (n and np.any(np.diff(rows) < 1)) or int(rows[-1]) != chunks_file.stat().st_size:
         raise ValueError(f"{READER_DIR}/rows.npy does not fit chunks.jsonl")
-    id_ends = _array(r / "ids.npy", (n + 1,))
-    blob = (r / "ids.bin").read_bytes()
-    if id_ends[0] != 0 or (n and np.any(np.diff(id_ends) < 1)) or int(id_ends[-1]) != len(blob):
-        raise ValueError(f"{READER_DIR}/ids.npy does not fit ids.bin")
+    ids = _text(r / "ids", n)
     order = _array(r / "order.npy", (n,))
     codes = _array(r / "codes.npy", (n, 3))
     if n and (order.min() < 0 or order.max() >= n or np.bincount(order, minlength=n).max() != 1):
@@ -105,16 +120,12 @@ def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, 
     if n and (codes[:, 2].min() < 0 or codes[:, 2].max() >= len(docs) or codes[:, 0].min() < 0
               or codes[:, 1].min() < -1 or not all(isinstance(d, str) for d in docs)):
         raise ValueError(f"{READER_DIR}/codes.npy does not fit docs.json")
-    titles = _json(r / "headers.json", dict)
-    headers = HeaderIndex.from_state(titles.get("keys"), titles.get("shown"), _array(r / "header_rows.npy"),
+    text = (r / "headers.txt").read_bytes().decode("utf-8")
+    keys = text.split("\n") if text else []
+    headers = HeaderIndex.from_state(keys, _text(r / "header_titles", len(keys)), _array(r / "header_rows.npy"),
                                      _array(r / "header_ptr.npy"), n)
     terms = _json(r / "terms.json", dict)
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in terms.values()):
         raise ValueError(f"{READER_DIR}/terms.json is not term -> chunk ids")
-    ends = id_ends.tolist()
-
-    def chunk_id(row: int) -> str:
-        return blob[ends[row]:ends[row + 1]].decode("utf-8")
-
     derived = Derived(order, codes, docs, headers, terms)
-    return ChunkTable.lazy(chunks_file, rows, derived, chunk_id, damaged)
+    return ChunkTable.lazy(chunks_file, rows, derived, ids.__getitem__, damaged)

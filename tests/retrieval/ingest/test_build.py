@@ -51,9 +51,9 @@ def test_the_built_version_is_the_legacy_one_and_opens(legacy, drop_added_settin
     files = sorted(str(p.relative_to(old)) for p in old.rglob("*") if p.is_file())
     # new since the fixture: the version's own unit vectors, row for row the chunks table's, and reader/ (what a
     # reader needs of every row, derived once: tests/retrieval/index/test_chunk_table.py)
-    added = ["vectors.npy", *(f"reader/{n}" for n in ("codes.npy", "docs.json", "format.json", "header_ptr.npy",
-                                                       "header_rows.npy", "headers.json",
-                                                       "ids.bin", "ids.npy", "order.npy", "rows.npy", "terms.json"))]
+    added = ["vectors.npy", *(f"reader/{n}" for n in (
+        "codes.npy", "docs.json", "format.json", "header_ptr.npy", "header_rows.npy", "header_titles.bin",
+        "header_titles.npy", "headers.txt", "ids.bin", "ids.npy", "order.npy", "rows.npy", "terms.json"))]
     assert sorted(str(p.relative_to(new)) for p in new.rglob("*") if p.is_file()) == sorted(files + added)
     stored = np.load(new / "vectors.npy")
     assert stored.dtype == np.float32 and np.allclose(stored, vectors / np.linalg.norm(vectors, axis=1)[:, None])
