@@ -17,10 +17,11 @@ import os
 import threading
 from pathlib import Path
 
+from ragrig.retrieval import file_stamps
 from ragrig.retrieval.atomic import write_atomic
 
 _SKIP_PREFIXES = ("readme", "license", "licence")
-_memo: dict[str, list] = {}  # absolute path -> [size, mtime_ns, ctime_ns, ino, sha256]
+_memo: dict[str, list] = {}  # absolute path -> [*file_stamps.stamp, sha256]
 _memo_lock = threading.Lock()
 
 
@@ -34,18 +35,13 @@ def _files(folder: Path) -> list[Path]:
     return out
 
 
-def _stamp(path: Path) -> list[int]:
-    st = path.stat()  # follows symlinks (a Hugging Face snapshot links into its blobs)
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 def file_sha256(path: Path) -> tuple[str, bool]:
     """The file's sha256, memoised by its stat stamp, and whether it was computed now (not memoised)."""
-    key, stamp = str(path.resolve()), _stamp(path)
+    key, stamp = str(path.resolve()), file_stamps.stamp(path)
     with _memo_lock:
         hit = _memo.get(key)
-    if hit is not None and hit[:4] == stamp:
-        return str(hit[4]), False
+    if hit is not None and hit[:-1] == stamp:
+        return str(hit[-1]), False
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -64,7 +60,7 @@ def _load_memo(memo_file: Path | None) -> None:
         return  # a damaged memo only costs a re-hash
     with _memo_lock:
         for k, v in saved.items() if isinstance(saved, dict) else ():
-            if isinstance(v, list) and len(v) == 5 and k not in _memo:
+            if isinstance(v, list) and len(v) == 6 and k not in _memo:  # (5: before the device; hashed again)
                 _memo[k] = v
 
 

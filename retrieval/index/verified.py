@@ -1,6 +1,6 @@
 """What a machine has already checked of a version's files (issue 38: a reader of a 1M-chunk version hashed ~6 GB
 at every open). After every file a check hashed matched the manifest, ``record`` keeps each file's identity
-(size, modification and change times in ns, inode, device) beside the sha256 it matched, in
+(``file_stamps.stamp``: size, modification and change times, inode, device) beside the sha256 it matched, in
 ``<index>/verified/<version>.json``; a later reader's check (``verify.check_files`` with ``stamps``) hashes only
 the files whose identity differs. Any write to a file moves its change time, which no user can set back (unlike
 the modification time), so a file edited, truncated, replaced or restored since is hashed again; a home copied
@@ -13,18 +13,12 @@ everything.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from ragrig.retrieval.atomic import write_atomic
 
 RACY_NS = 2_000_000_000
-
-
-def identity(path: Path) -> list[int]:
-    st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def record_file(stamps: Path, version_dir: Path) -> Path:
@@ -45,7 +39,7 @@ def known(stamps: Path, version_dir: Path) -> dict[str, list]:
 
 
 def record(stamps: Path, version_dir: Path, entries: dict[str, list]) -> None:
-    """Remember ``entries`` (rel path -> [the sha256 it matched, its identity before and after hashing]). Best
+    """Remember ``entries`` (rel path -> [the sha256 it matched, *its stamp, the same before and after]). Best
     effort: a home that cannot be written (read-only storage) is checked in full each time, as before."""
     try:
         stamps.mkdir(exist_ok=True)  # not its parents: an index removed meanwhile stays removed

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
+from ragrig.retrieval.file_stamps import stamp
 from ragrig.retrieval.index import verified
 from ragrig.retrieval.index.format import (
     BM25_DIR,
@@ -60,13 +61,13 @@ def check_files(version_dir: Path, manifest: dict[str, Any], stamps: Path | None
                 problems.append(f"{rel} is missing")
             continue
         try:
-            before = verified.identity(p)
+            before = stamp(p)
             if trusted.get(rel) == [sha, *before]:
                 checked[rel] = trusted[rel]
                 continue
             if file_sha256(p) != sha:
                 problems.append(f"{rel} does not match the manifest (sha256 differs: damaged or edited)")
-            elif verified.identity(p) == before:  # unchanged while it was hashed
+            elif stamp(p) == before:  # unchanged while it was hashed
                 checked[rel] = [sha, *before]
         except OSError as exc:
             problems.append(f"{rel} is unreadable ({exc.strerror or exc})")
