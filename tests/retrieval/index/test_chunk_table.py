@@ -150,6 +150,11 @@ def test_a_row_that_does_not_parse_is_the_index_damaged_not_a_raw_error(version)
     fresh = load_table(v.dir, len(table), path, v.keywords, v.damaged)
     with pytest.raises(IndexDamagedError, match="chunks.jsonl row 3 is unreadable"):
         fresh[3]
+    with pytest.raises(IndexDamagedError, match="chunks.jsonl row 3 is unreadable"):
+        list(fresh)
+    path.write_bytes(bytes(data[:start]))  # cut after row 2 (after the table was opened): reading every row says so
+    with pytest.raises(IndexDamagedError, match=f"chunks.jsonl ends after 3 of its {len(table)} rows"):
+        list(fresh)
 
 
 def test_a_table_of_rows_in_memory_has_the_same_reads():
