@@ -22,10 +22,12 @@ from ragrig.retrieval.search.select import dedup_walk
 
 pytestmark = pytest.mark.slow
 DOCS = {
-    "b.md": "# Beta\n\n## Cover\n\nCover gives a save.\n\n## Smoke\n\nSmoke blocks sight.\n\n## Copy\n\nRoll dice to shoot.\n",
+    "b.md": ("# Beta\n\n## Cover\n\nCover gives a save.\n\n## Smoke\n\nSmoke blocks sight.\n\n"
+             "## Copy\n\nRoll dice to shoot.\n"),
     "a.md": ("# Alpha – ünïcode\n\n## Move\n\nMove six inches.\n\n## Shoot\n\nRoll dice to shoot.\n\n"
              "## Long\n\n" + "A long section about charging and fighting in melee. " * 60 + "\n"),
-    "c.md": "# Gamma\n\n## Lethal 5+\n\nLethal hits crit on a 5+.\n\n## Rending\n\nRending upgrades a hit; see Lethal 5+.\n",
+    "c.md": ("# Gamma\n\n## Lethal 5+\n\nLethal hits crit on a 5+.\n\n"
+             "## Rending\n\nRending upgrades a hit; see Lethal 5+.\n"),
 }
 SETS = ("chunking.max_tokens=64",)  # the long section in pieces (parts 1, 2, ...)
 QUERIES = ["how far can I move", "what does cover do", "Lethal 5+", "roll dice to shoot", "charging in melee",
