@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.markdown import normalize_header
+from ragrig.retrieval.text_column import offsets_fit
 from rapidfuzz import fuzz, process
 
 _WORDS = re.compile(r"[^\W_]+(?:[+'’][^\W_]*)?", re.UNICODE)
@@ -72,8 +73,8 @@ class HeaderIndex:
         """The index ``state()`` described (rows below ``n_rows``); ValueError when it is not one."""
         if len(keys) != len(shown) or not set(map(type, keys)) <= {str}:
             raise ValueError("reader/headers.txt does not fit reader/header_titles.npy")
-        if (ptr.ndim != 1 or flat.ndim != 1 or len(ptr) != len(keys) + 1 or ptr[0] != 0 or int(ptr[-1]) != len(flat)
-                or (len(keys) and np.diff(ptr).min() < 1) or (len(flat) and (flat.min() < 0 or flat.max() >= n_rows))):
+        if (flat.ndim != 1 or len(ptr) != len(keys) + 1 or not offsets_fit(ptr, len(flat), min_gap=1)
+                or (len(flat) and (flat.min() < 0 or flat.max() >= n_rows))):
             raise ValueError("reader/header_rows.npy does not fit reader/headers.txt and the table")
         index = cls.__new__(cls)
         index._set(keys, shown, flat, ptr)

@@ -15,10 +15,17 @@ def encode(strings: Sequence[str]) -> tuple[bytes, np.ndarray]:
     return b"".join(parts), np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
 
 
+def offsets_fit(ends: np.ndarray, total: int, min_gap: int = 0) -> bool:
+    """Whether ``ends`` (0, then where each piece ends) cut ``total`` units into pieces of ``min_gap`` or more: a
+    text column's offsets, a table's line starts, a header's rows."""
+    return (ends.ndim == 1 and len(ends) > 0 and ends[0] == 0 and int(ends[-1]) == total
+            and (len(ends) < 2 or int(np.diff(ends).min()) >= min_gap))
+
+
 class TextColumn(Sequence[str]):
     def __init__(self, blob: bytes, ends: np.ndarray) -> None:
         """``ends``: as ``encode`` makes them; ValueError when they do not fit ``blob``."""
-        if ends.ndim != 1 or not len(ends) or ends[0] != 0 or int(ends[-1]) != len(blob) or np.any(np.diff(ends) < 0):
+        if not offsets_fit(ends, len(blob)):
             raise ValueError("the offsets do not fit the blob")
         self.blob, self._ends = blob, ends.tolist()
 

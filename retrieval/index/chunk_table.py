@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, overload
 
@@ -76,6 +76,9 @@ class _LazyRows:
         if getattr(self, "fd", None) is not None:
             os.close(self.fd)
 
+    def __getitem__(self, row: int) -> Chunk:
+        return self.get(row)
+
     def _parse(self, row: int) -> Chunk:
         start, end = int(self.offsets[row]), int(self.offsets[row + 1])
         return self.parse(os.pread(self.fd, end - start, start), row)
@@ -131,11 +134,9 @@ class ChunkTable(Sequence[Chunk]):
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(f"chunk row {i} out of range ({self._n} rows)")
-        return self._rows[i] if isinstance(self._rows, list) else self._rows.get(i)
+        return self._rows[i]
 
     def __iter__(self) -> Iterator[Chunk]:
-        if isinstance(self._rows, list):
-            return iter(self._rows)
         return iter(self._rows)
 
     @property
@@ -151,22 +152,17 @@ class ChunkTable(Sequence[Chunk]):
 
     def doc_rows(self, doc_id: str) -> list[int]:
         """The rows of document ``doc_id``, in row order."""
-        index = self._doc_index
-        code = index[0].get(doc_id)
-        if code is None:
-            return []
-        starts = index[2]
-        return index[1][starts[code]:starts[code + 1]].tolist()
+        codes, by_doc, starts = self._doc_index
+        code = codes.get(doc_id)
+        return [] if code is None else by_doc[starts[code]:starts[code + 1]].tolist()
 
-    @property
+    @cached_property
     def _doc_index(self) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
-        got = getattr(self, "_docs_made", None)
-        if got is None:
-            doc = self.derived.codes[:, 2]
-            by_doc = np.argsort(doc, kind="stable")
-            starts = np.searchsorted(doc[by_doc], np.arange(len(self.derived.docs) + 1))
-            got = self._docs_made = ({d: i for i, d in enumerate(self.derived.docs)}, by_doc, starts)
-        return got
+        """Each document's number, the rows sorted by document (stably) and where each document's rows start."""
+        doc = self.derived.codes[:, 2]
+        by_doc = np.argsort(doc, kind="stable")
+        starts = np.searchsorted(doc[by_doc], np.arange(len(self.derived.docs) + 1))
+        return {d: i for i, d in enumerate(self.derived.docs)}, by_doc, starts
 
 
 class RowsById(Mapping[str, int]):

@@ -81,10 +81,15 @@ def add_chunks(collection: Any, chunks: list[Chunk], vectors: Any, *, upsert: bo
 
 
 # ---- tables ------------------------------------------------------------------
-def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> np.ndarray:
+    """One JSON object a line; returns where each line starts, then the file's size (int64)."""
+    ends = [0]
+    with open(path, "wb") as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+            fh.write(line)
+            ends.append(ends[-1] + len(line))
+    return np.array(ends, dtype=np.int64)
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -98,13 +103,7 @@ def write_tables(version_dir: Path, docs: Iterable[Document], chunks: Iterable[C
     """The two tables; returns where each chunk's line starts in ``chunks.jsonl``, then the file's size (what a
     reader finds a row by: ``reader_files.py``)."""
     write_jsonl(version_dir / DOCUMENTS, (d.to_dict() for d in docs))
-    ends = [0]
-    with open(version_dir / CHUNKS, "wb") as fh:
-        for c in chunks:
-            line = (json.dumps(c.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
-            fh.write(line)
-            ends.append(ends[-1] + len(line))
-    return np.array(ends, dtype=np.int64)
+    return write_jsonl(version_dir / CHUNKS, (c.to_dict() for c in chunks))
 
 
 def read_documents(version_dir: Path) -> Iterator[Document]:

@@ -30,7 +30,7 @@ from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.index.chunk_table import ChunkTable, Derived, derive
 from ragrig.retrieval.index.files import write_json
-from ragrig.retrieval.text_column import TextColumn
+from ragrig.retrieval.text_column import TextColumn, offsets_fit
 
 READER_DIR = "reader"
 READER_FORMAT = 3  # 1 and 2 (never released): the header index in headers.json
@@ -109,7 +109,7 @@ def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, 
     naming the file when one does not fit the table."""
     r = version_dir / READER_DIR
     rows = _array(r / "rows.npy", (n + 1,))
-    if rows[0] != 0 or (n and np.any(np.diff(rows) < 1)) or int(rows[-1]) != chunks_file.stat().st_size:
+    if not offsets_fit(rows, chunks_file.stat().st_size, min_gap=1):
         raise ValueError(f"{READER_DIR}/rows.npy does not fit chunks.jsonl")
     ids = _text(r / "ids", n)
     order = _array(r / "order.npy", (n,))
@@ -118,7 +118,7 @@ def load_table(version_dir: Path, n: int, chunks_file: Path, library: dict[str, 
         raise ValueError(f"{READER_DIR}/order.npy is not an order of the {n} rows")
     docs = _json(r / "docs.json", list)
     if n and (codes[:, 2].min() < 0 or codes[:, 2].max() >= len(docs) or codes[:, 0].min() < 0
-              or codes[:, 1].min() < -1 or not all(isinstance(d, str) for d in docs)):
+              or codes[:, 1].min() < -1 or not set(map(type, docs)) <= {str}):
         raise ValueError(f"{READER_DIR}/codes.npy does not fit docs.json")
     text = (r / "headers.txt").read_bytes().decode("utf-8")
     keys = text.split("\n") if text else []
