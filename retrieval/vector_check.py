@@ -50,6 +50,26 @@ def first_bad_row(vecs: np.ndarray, dim: int | None, normalized: bool) -> tuple[
     return None
 
 
+def verdicts(vecs: Sequence[np.ndarray], dim: int | None, normalized: bool) -> list[str | None]:
+    """``check_vector``'s answer for each of ``vecs``, the rows of the model's width checked together (float32
+    sums, as ``first_bad_row``; the exact check decides on the rows they suspect): a cache read of 100k rows
+    took ~1.6 s row by row."""
+    out: list[str | None] = [None] * len(vecs)
+    same = [i for i, v in enumerate(vecs) if dim is not None and v.ndim == 1 and v.shape[0] == dim and dim > 0]
+    for i in set(range(len(vecs))) - set(same):
+        out[i] = check_vector(vecs[i], dim, normalized)
+    if same:
+        block = np.vstack([vecs[i] for i in same]).astype(np.float32, copy=False)
+        with np.errstate(all="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+            ok = np.isfinite(block).all(axis=1) & (norms > 0)
+            if normalized:
+                ok &= np.abs(norms - 1.0) <= NORM_TOLERANCE
+        for j in np.flatnonzero(~ok).tolist():
+            out[same[j]] = check_vector(vecs[same[j]], dim, normalized)
+    return out
+
+
 def query_vectors(embedder: Any, texts: Sequence[str], dim: int, index: str) -> np.ndarray:
     """``embedder``'s query vectors for ``texts``, each checked where it is made: as wide as the vectors of
     ``index`` (``dim``), finite, not zero. A model that answers otherwise (an endpoint answering NaN, or serving

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from ragrig.retrieval.cache.sqlite import IN_BATCH, SqliteCache, corrupt
-from ragrig.retrieval.vector_check import NORM_TOLERANCE, check_vector
+from ragrig.retrieval.vector_check import NORM_TOLERANCE, check_vector, verdicts
 
 __all__ = ["NORM_TOLERANCE", "EmbeddingCache", "check_vector", "checksum"]
 
@@ -55,6 +55,7 @@ class EmbeddingCache(SqliteCache):
         bad: dict[str, str] = {}
         unsummed: list[str] = []
         uniq = list(dict.fromkeys(shas))
+        read: list[tuple[str, int, bytes, str | None, np.ndarray]] = []
         with self._guard():
             for i in range(0, len(uniq), IN_BATCH):
                 part = uniq[i : i + IN_BATCH]
@@ -66,16 +67,19 @@ class EmbeddingCache(SqliteCache):
                         bad[sha] = "a torn row"
                         continue
                     vec = np.frombuffer(blob, dtype=np.float32)
-                    why = ("a torn row" if vec.shape[0] != row_dim
-                           else check_vector(vec, dim, normalized))
-                    if why is None and stored is not None and stored != checksum(model, sha, int(row_dim), blob):
-                        why = "checksum mismatch"  # a plausible vector, but not the one written
-                    if why is not None:
-                        bad[sha] = why
+                    if vec.shape[0] != row_dim:
+                        bad[sha] = "a torn row"
                         continue
-                    good[sha] = vec
-                    if stored is None:
-                        unsummed.append(sha)
+                    read.append((sha, int(row_dim), blob, stored, vec))
+        for (sha, row_dim, blob, stored, vec), why in zip(read, verdicts([r[4] for r in read], dim, normalized)):
+            if why is None and stored is not None and stored != checksum(model, sha, row_dim, blob):
+                why = "checksum mismatch"  # a plausible vector, but not the one written
+            if why is not None:
+                bad[sha] = why
+                continue
+            good[sha] = vec
+            if stored is None:
+                unsummed.append(sha)
         return good, bad, unsummed
 
     def get_many(self, model: str, shas: Sequence[str], dim: int | None = None,

@@ -8,6 +8,7 @@ float16: numpy has no BLAS kernel for float16 products, so a float16 file would 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,32 @@ def unit_rows(vecs: np.ndarray, dtype: type = np.float32) -> np.ndarray:
 
 
 def write_vectors(version_dir: Path, vectors: np.ndarray) -> None:
-    np.save(version_dir / VECTORS, np.ascontiguousarray(unit_rows(vectors), dtype=np.float32))
+    vectors = np.asarray(vectors, dtype=np.float32)
+    write_vector_blocks(version_dir, [vectors], len(vectors), int(vectors.shape[1]) if vectors.ndim == 2 else 0)
+
+
+def write_vector_blocks(version_dir: Path, blocks: Iterable[np.ndarray], n: int, dim: int) -> None:
+    """``vectors.npy`` from ``blocks`` of rows (``n`` in all, ``dim`` wide), each scaled to unit length as it is
+    written: the bytes ``np.save`` writes for the whole matrix (the same header; a row's norm does not depend on
+    the rows beside it), without the matrix or its unit copy in memory. Fewer or more rows than ``n`` (a source
+    that changed underneath) is an error and the file is removed."""
+    path = version_dir / VECTORS
+    written = 0
+    try:
+        with open(path, "wb") as fh:
+            np.lib.format.write_array_header_1_0(
+                fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+                     "shape": (n, dim)})
+            for block in blocks:
+                if block.ndim != 2 or (len(block) and block.shape[1] != dim):
+                    raise ValueError(f"{VECTORS}: a block of shape {block.shape}, the rows are {dim} wide")
+                fh.write(np.ascontiguousarray(unit_rows(block), dtype=np.float32).tobytes())
+                written += len(block)
+        if written != n:
+            raise ValueError(f"{VECTORS}: {written} rows written, {n} expected")
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def read_vectors(version_dir: Path) -> np.ndarray:

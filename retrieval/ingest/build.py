@@ -35,8 +35,9 @@ from ragrig.retrieval.index.format import (
 )
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.reader_files import write_reader
-from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vectors
+from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vector_blocks
 from ragrig.retrieval.ingest.keyword_mining import build_library
+from ragrig.retrieval.ingest.vector_rows import VectorRows, as_rows, take
 from ragrig.retrieval.markdown import parse_headers
 
 
@@ -45,7 +46,7 @@ def build_version(
     layout: Layout,
     docs: list[Document],
     chunks: list[Chunk],
-    vectors: np.ndarray,
+    vectors: VectorRows | np.ndarray,
     *,
     model_id: str,
     dim: int,
@@ -56,7 +57,8 @@ def build_version(
     in_collection: set[str] | None = None,
     vector_files: dict[str, Any] | None = None,
 ) -> str:
-    """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk) and return its name.
+    """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk, an array or
+    ``vector_rows.VectorRows``) and return its name.
     ``model_id`` and ``dim``: the embedding function's identity and width; ``corpus_kind``: directory or beir;
     ``corpus_file``: see ``format.new_manifest``. ``staged``: the (version, staging folder) of a
     ``staged_version`` the caller holds (a distributed ingest, whose workers wrote into it first), else one of
@@ -101,7 +103,7 @@ def discard(cfg: RagrigConfig, layout: Layout, version: str, staged: Path) -> No
         pass
 
 
-def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: list[Chunk], vectors: np.ndarray,
+def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: list[Chunk], vectors: VectorRows,
                       dim: int, in_collection: set[str] | None) -> None:
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
     name = collection_name(layout.key, version)
@@ -111,22 +113,25 @@ def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: l
     else:  # the workers wrote the new chunks; the ones carried over from the published version are left
         col = client.get_collection(name, embedding_function=None)
         rows = [i for i, c in enumerate(chunks) if c.chunk_id not in in_collection]
-    if rows:
-        add_chunks(col, [chunks[i] for i in rows], vectors[rows], upsert=in_collection is not None)
+    for places, vecs in take(vectors, rows):
+        add_chunks(col, [chunks[i] for i in places], vecs, upsert=in_collection is not None)
 
 
-def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: np.ndarray, dim: int,
+def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: VectorRows | np.ndarray, dim: int,
                        executor: Executor = IN_PROCESS) -> dict[str, int] | None:
-    """``vectors.npy`` (unit rows) and, when the version will be searched approximately, its HNSW graph's shards,
-    each built by ``executor.map`` (on the workers under a distributed executor: they read the staged
-    ``vectors.npy``). Returns the graph's parameters for the manifest (None: no graph)."""
-    unit = unit_rows(vectors) if len(vectors) else np.zeros((0, dim), dtype=np.float32)
-    write_vectors(staged, unit)
-    vs, n = cfg.index.vector_search, len(unit)
+    """``vectors.npy`` (unit rows, written a block at a time: ``index.vectors.write_vector_blocks``) and, when
+    the version will be searched approximately, its HNSW graph's shards, each built by ``executor.map`` (on the
+    workers under a distributed executor: they read the staged ``vectors.npy``). Returns the graph's parameters
+    for the manifest (None: no graph)."""
+    rows = as_rows(vectors, dim)
+    n = len(rows)
+    # scaled to unit length here and again by the writer, as every version's file has been: the second pass
+    # moves the last bit of some rows, so doing it once would change the bytes (and scores) of every index
+    write_vector_blocks(staged, (unit_rows(b) for b in rows.blocks()), n, rows.dim if n else dim)
+    vs = cfg.index.vector_search
     if search_kind(vs, n) != "hnsw":
         return None
-    del unit  # the shards read the file: a worker elsewhere, or this process through a memory map
-    ranges = hnsw.bounds(vs.hnsw, n)
+    ranges = hnsw.bounds(vs.hnsw, n)  # the shards read the file: a worker elsewhere, or here through a memory map
     calls = [(str(staged / VECTORS), lo, hi, vs.hnsw, str(staged / name))
              for (lo, hi), name in zip(ranges, hnsw.file_names(len(ranges)))]
     for name in executor.map("graph-shard", hnsw.build_shard, calls):
@@ -137,7 +142,7 @@ def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: np.ndarray, dim
 
 
 def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],
-           vectors: np.ndarray, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
+           vectors: VectorRows, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
            mark: Callable[[str], None], in_collection: set[str] | None = None,
            vector_files: dict[str, Any] | None = None) -> None:
     offsets = write_tables(staged, docs, chunks)
@@ -152,7 +157,7 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     graph = write_vector_files(cfg, staged, vectors, dim) if vector_files is None else vector_files.get("hnsw")
     mark("index:vectors")
     if chroma.writes_collection(cfg):
-        _write_collection(cfg, layout, version, chunks, vectors, dim, in_collection)
+        _write_collection(cfg, layout, version, chunks, as_rows(vectors, dim), dim, in_collection)
     mark("index:chroma")
     write_config(staged, cfg)
     manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind, model_id=model_id,

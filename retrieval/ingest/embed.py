@@ -6,17 +6,37 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.embedding import Embedder
+from ragrig.retrieval.ingest import vector_rows
+from ragrig.retrieval.ingest.vector_rows import CachedRows
 from ragrig.retrieval.vector_check import first_bad_row
 
 log = logging.getLogger(__name__)
 
 
 def embed_with_cache(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: Sequence[str],
+    shas: Sequence[str],
+    **kw: Any,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` (rows in order, as an array) and how many were newly embedded (the rest came from the
+    cache): ``ensure_cached``, then the rows read back (``vector_rows.CachedRows``). Ingest itself keeps no
+    matrix: it ensures and hands the build steps the rows to read a block at a time."""
+    new = ensure_cached(embedder, cache, texts, shas, **kw)
+    if not shas:
+        return np.zeros((0, embedder.dim), dtype=np.float32), 0
+    rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
+    return np.vstack(list(rows.blocks())), new
+
+
+def ensure_cached(
     embedder: Embedder,
     cache: EmbeddingCache,
     texts: Sequence[str],
@@ -28,8 +48,9 @@ def embed_with_cache(
     chunk_size: int = 512,
     warn: Callable[[str], None] | None = None,
     desc: str = "embed",
-) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` (rows in order) and how many were newly embedded (the rest came from the cache).
+) -> int:
+    """Every text's vector in ``cache``; returns how many were newly embedded (the rest were there). No vector is
+    kept: the cache is read a block of ``vector_rows.BLOCK`` at a time to see which are there.
 
     Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
     texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
@@ -42,8 +63,16 @@ def embed_with_cache(
     Cached vectors are verified first (checksum, length, finite, norm): one that fails is re-embedded like a
     miss, never used, and ``warn`` (and the log) get one line naming the cache and the reasons.
     """
-    cached, bad, unsummed = cache.get_checked(embedder.id, shas, dim=embedder.dim if shas else None,
-                                              normalized=embedder.cfg.normalize)
+    present: set[str] = set()
+    bad: dict[str, str] = {}
+    block = vector_rows.BLOCK
+    for lo in range(0, len(shas), block):
+        good, failed, unsummed = cache.get_checked(embedder.id, shas[lo : lo + block],
+                                                   dim=embedder.dim, normalized=embedder.cfg.normalize)
+        if unsummed:  # rows written before checksums, checked by value: give them one
+            cache.put_many(embedder.id, [(sha, good[sha]) for sha in unsummed])
+        present.update(good)
+        bad.update(failed)
     if bad:
         reasons = ", ".join(f"{n} {why}" for why, n in Counter(bad.values()).most_common())
         note = (f"embedding cache {cache.path}: {len(bad)} cached vector(s) of {embedder.id} failed verification "
@@ -52,9 +81,7 @@ def embed_with_cache(
         log.warning(note)
         if warn is not None:
             warn(note)
-    if unsummed:  # rows written before checksums, checked by value: give them one
-        cache.put_many(embedder.id, [(sha, cached[sha]) for sha in unsummed])
-    missing = [i for i, sha in enumerate(shas) if sha not in cached]
+    missing = [i for i, sha in enumerate(shas) if sha not in present]
     if tokens is None:
         lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []
     else:
@@ -73,16 +100,12 @@ def embed_with_cache(
         vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
                                       on_batch=bar.update if bar is not None else None)
         _verify_new(embedder, vecs)
-        new = [(sha, v) for (sha, _), v in zip(part, vecs)]
-        cache.put_many(embedder.id, new)
-        cached.update(new)
+        cache.put_many(embedder.id, [(sha, v) for (sha, _), v in zip(part, vecs)])
         if on_batch is not None:
             on_batch(len(part))
     if bar is not None:
         bar.close()
-    if not shas:
-        return np.zeros((0, embedder.dim), dtype=np.float32), 0
-    return np.vstack([cached[s] for s in shas]).astype(np.float32), len(items)
+    return len(items)
 
 
 def _verify_new(embedder: Embedder, vecs: np.ndarray) -> None:

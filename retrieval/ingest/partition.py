@@ -36,9 +36,10 @@ from ragrig.retrieval.index.format import add_chunks
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.chunking import ChunkingParams
-from ragrig.retrieval.ingest.embed import embed_with_cache
+from ragrig.retrieval.ingest.embed import ensure_cached
 from ragrig.retrieval.ingest.extract import extract_sources
 from ragrig.retrieval.ingest.shards import PROBE, ShardCache, file_sums, make_part_dir, write_partition_tables
+from ragrig.retrieval.ingest.vector_rows import CachedRows
 
 Mark = Callable[[str], None]
 """Called in the worker at points of a partition ("partition:chunked", "embedded:<n>" after each batch of n
@@ -129,15 +130,16 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
     seconds = {**part.seconds, "chunk": part.seconds["chunk"] + t2 - t1}  # the shard tables count as chunking
     warnings = part.warnings
     mark("partition:chunked")
-    vecs, new = embed_with_cache(embedder, ShardCache(out, _main_cache(cfg)), [c.search_text for c in chunks],
-                                 [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
-                                 chunk_size=cfg.embedding.batch_size,  # a killed worker loses one batch at most
-                                 on_batch=lambda n: mark(f"embedded:{n}"), warn=warnings.append)
+    cache, shas = ShardCache(out, _main_cache(cfg)), [c.sha256 for c in chunks]
+    new = ensure_cached(embedder, cache, [c.search_text for c in chunks], shas, tokens=[c.tokens for c in chunks],
+                        chunk_size=cfg.embedding.batch_size,  # a killed worker loses one batch at most
+                        on_batch=lambda n: mark(f"embedded:{n}"), warn=warnings.append)
     t3 = time.perf_counter()
     seconds["embed"] = t3 - t2
     if job.collection is not None and chunks:
         mark("partition:chroma")
-        write_collection(cfg, job, chunks, vecs)
+        rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
+        write_collection(cfg, job, chunks, np.vstack(list(rows.blocks())))
         seconds["chroma"] = time.perf_counter() - t3
     return PartitionSummary(
         index=job.index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=new,

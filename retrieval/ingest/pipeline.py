@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
@@ -34,7 +33,7 @@ from ragrig.retrieval.ingest.build import build_version, discard, staged_version
 from ragrig.retrieval.ingest.clock import StageClock
 from ragrig.retrieval.ingest.current import verify_published
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
-from ragrig.retrieval.ingest.embed import embed_with_cache
+from ragrig.retrieval.ingest.embed import ensure_cached
 from ragrig.retrieval.ingest.extract import extractor_key
 from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.partitions import run_partitions
@@ -48,6 +47,7 @@ from ragrig.retrieval.ingest.plan import (
 )
 from ragrig.retrieval.ingest.restore import restore_if_damaged
 from ragrig.retrieval.ingest.stats import IngestStats
+from ragrig.retrieval.ingest.vector_rows import CachedRows, VectorRows
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
 __all__ = ["IngestPipeline", "IngestStats"]
@@ -144,15 +144,17 @@ class IngestPipeline:
             self._worker_embedded = done.embedded
             return done.docs, done.chunks, done.in_collection
 
-    def embed(self, chunks: list[Chunk]) -> np.ndarray:
+    def embed(self, chunks: list[Chunk]) -> CachedRows:
+        """Every vector into the embedding cache; the build steps read the rows from it (``vector_rows.py``)."""
         with self.timed("embed"):
-            vecs, new = embed_with_cache(self.embedder, self.embed_cache(), [c.search_text for c in chunks],
-                                         [c.sha256 for c in chunks], tokens=[c.tokens for c in chunks],
-                                         progress=self.progress, warn=self.stats.warnings.append)
+            shas, e = [c.sha256 for c in chunks], self.embedder
+            new = ensure_cached(e, self.embed_cache(), [c.search_text for c in chunks], shas,
+                                tokens=[c.tokens for c in chunks], progress=self.progress,
+                                warn=self.stats.warnings.append)
             # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
             self.stats.chunks_embedded = new + self._worker_embedded
-            self.stats.chunks_cached = len({c.sha256 for c in chunks}) - self.stats.chunks_embedded
-            return vecs
+            self.stats.chunks_cached = len(set(shas)) - self.stats.chunks_embedded
+            return CachedRows(self.embed_cache(), e.id, shas, e.dim, e.cfg.normalize)
 
     @cached_property
     def views(self) -> dict[str, Embedder]:
@@ -167,13 +169,12 @@ class IngestPipeline:
                 self.stats.views_embedded = embed_views(chunks, self.views, self.layout.embedding_cache,
                                                         progress=self.progress, warn=self.stats.warnings.append)
 
-    def vector_files(self, staged: tuple[str, Path], vectors: np.ndarray, executor: Executor) -> dict[str, Any]:
+    def vector_files(self, staged: tuple[str, Path], vectors: VectorRows, executor: Executor) -> dict[str, Any]:
         """``vectors.npy`` and the HNSW graph's shards, mapped like the partitions (``build.write_vector_files``)."""
         with self.timed("vectors"):
-            dim = int(vectors.shape[1]) if len(vectors) else self.embedder.dim
-            return {"hnsw": write_vector_files(self.cfg, staged[1], vectors, dim, executor)}
+            return {"hnsw": write_vector_files(self.cfg, staged[1], vectors, vectors.dim, executor)}
 
-    def build(self, docs: list[Document], chunks: list[Chunk], vectors: np.ndarray, staged: tuple[str, Path] | None
+    def build(self, docs: list[Document], chunks: list[Chunk], vectors: VectorRows, staged: tuple[str, Path] | None
               = None, in_collection: set[str] | None = None, vector_files: dict[str, Any] | None = None) -> str:
         """Write a complete new version directory and Chroma collection; return its name (not yet published).
         ``staged``: the staging folder this run holds (None: one of its own); ``in_collection``: the chunk ids a
@@ -181,9 +182,8 @@ class IngestPipeline:
         with self.timed("index"):
             # BEIR: the file this version was built from, and what failed in it
             corpus_file = self._corpus_file and {**self._corpus_file, "failed": list(self.stats.failures)}
-            dim = int(vectors.shape[1]) if len(chunks) else self.embedder.dim
-            return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id, dim=dim,
-                                 corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
+            return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id,
+                                 dim=vectors.dim, corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
                                  mark=self.clock.mark, staged=staged, in_collection=in_collection,
                                  vector_files=vector_files)
 

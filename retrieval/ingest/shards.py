@@ -87,10 +87,10 @@ def check_files(shards: Path, files: dict[str, str], host: str) -> None:
 
 
 class ShardCache:
-    """One partition's embedding cache, for ``ingest.embed.embed_with_cache``: reads the shared SQLite cache
-    (``main``) and the vectors this partition embedded before (a retry after its worker was killed finds the
-    killed attempt's batches here and embeds only the rest); writes each new batch as a file of its own in the
-    partition's folder, never into SQLite.
+    """One partition's embedding cache, for ``ingest.embed.ensure_cached`` and ``vector_rows.CachedRows``: reads
+    the shared SQLite cache (``main``) and the vectors this partition embedded before (a retry after its worker was
+    killed finds the killed attempt's batches here and embeds only the rest); writes each new batch as a file of its
+    own in the partition's folder, never into SQLite.
 
     Why not many writers on the SQLite cache: its WAL journal needs memory shared by every process that opens
     it, which processes on different hosts do not have (sqlite.org/wal.html: "WAL does not work over a network
@@ -101,7 +101,7 @@ class ShardCache:
     def __init__(self, out: Path, main: EmbeddingCache) -> None:
         self.out = out
         self.main = main
-        self.path = out  # named in the warnings of embed_with_cache
+        self.path = out  # named in the warnings of ensure_cached
 
     def _own(self, model: str) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
