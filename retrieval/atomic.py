@@ -12,6 +12,7 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -24,10 +25,11 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, durable: bool = True, parents: bool = True) -> Path:
-    """Write ``data`` to ``path`` whole or not at all and return the file written (``path``'s symlink target
-    when it is one). ``durable=False`` skips the fsyncs (a memo that is only ever a cache). ``parents=False``:
-    a missing folder is ``FileNotFoundError``, not created (a folder someone else removed stays removed)."""
+def write_atomic(path: Path, data: bytes | Iterable[bytes], durable: bool = True, parents: bool = True) -> Path:
+    """Write ``data`` (bytes, or its parts in order: a file too large to hold) to ``path`` whole or not at all and
+    return the file written (``path``'s symlink target when it is one). ``durable=False`` skips the fsyncs (a memo
+    that is only ever a cache). ``parents=False``: a missing folder is ``FileNotFoundError``, not created (a
+    folder someone else removed stays removed). An error while the parts are made leaves the old file."""
     target = Path(os.path.realpath(path))  # a symlink (or a chain) is written at its final target
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +48,8 @@ def write_atomic(path: Path, data: bytes, durable: bool = True, parents: bool = 
                     os.fchown(fh.fileno(), old.st_uid, old.st_gid)
                 except OSError:
                     pass  # another user's file: keep ours (only root may give files away)
-            fh.write(data)
+            for part in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
+                fh.write(part)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())

@@ -21,9 +21,9 @@ from ragrig.retrieval.index.bm25_read import SavedBm25
 from ragrig.retrieval.index.bm25_shards import (
     SHARDS_FILE,
     TermStats,
+    TokenIds,
     bm25s_module,
     build_shard,
-    numbered,
     read_contents,
     shard_bounds,
     shard_count,
@@ -64,9 +64,9 @@ class Bm25Index:
             out = cls(parts, cfg, len(texts))
             out.stats = stats
             return out
-        corpus = [tok(t) or [""] for t in texts]
+        corpus = TokenIds(tok(t) or [""] for t in texts)  # numbered as the shards number theirs: the same files
         r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
-        r.index(numbered(corpus), show_progress=False)  # as the shards number theirs: the same files every build
+        r.index(corpus, show_progress=False)
         return cls([(0, r)], cfg, len(texts))
 
     def save(self, path: Path) -> None:

@@ -23,7 +23,8 @@ from ragrig.retrieval.cache import matrices
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
-from ragrig.retrieval.ingest.embed import embed_with_cache
+from ragrig.retrieval.ingest.embed import embed_with_cache, ensure_cached
+from ragrig.retrieval.ingest.vector_rows import CachedRows
 
 VIEW_SOURCES = ("section", "vector2")
 """The retrieval sources (``search/sources.py``'s registry) that are views."""
@@ -57,17 +58,15 @@ def second_embedder(embedding: EmbeddingConfig, model: str, memo_file: Path, bac
 
 
 def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *, progress: bool = False,
-                desc: str = "embed", warn: Callable[[str], None] | None = None,
-                reuse_matrix: bool = True) -> tuple[np.ndarray, int]:
+                desc: str = "embed", warn: Callable[[str], None] | None = None) -> tuple[np.ndarray, int]:
     """The units' vectors (through the embedding cache at ``cache_path``, when given, and the whole matrix kept
     beside it: ``cache/matrices.py``) and how many were new; ``warn`` gets the line about cached vectors that
-    failed verification (re-embedded). ``reuse_matrix=False`` (ingest's views stage) reads every vector through
-    the embedding cache's checks and only writes the matrix."""
+    failed verification (re-embedded). A reader's side: ingest's views stage uses ``ensure_units``."""
     if cache_path is None:
         return embedder.encode_sorted(list(texts), prefix=embedder.cfg.document_prefix), len(texts)
     shas = [sha256_text(t) for t in texts]
     folder, name = cache_path.parent / "matrices", matrices.key(embedder.id, embedder.cfg.document_prefix, shas)
-    found = matrices.load(folder, name, len(texts)) if reuse_matrix else None
+    found = matrices.load(folder, name, len(texts))
     if found is not None:
         return found, 0
     cache = EmbeddingCache(cache_path)
@@ -77,6 +76,23 @@ def embed_units(embedder: Any, texts: Sequence[str], cache_path: Path | None, *,
         cache.close()
     matrices.save(folder, name, vecs)
     return vecs, new
+
+
+def ensure_units(embedder: Any, texts: Sequence[str], cache_path: Path, *, progress: bool = False,
+                 desc: str = "embed", warn: Callable[[str], None] | None = None) -> int:
+    """Ingest's side of ``embed_units``: every unit's vector into the embedding cache (each cached one through
+    its checks) and the matrix beside it written a block at a time from the cache (``vector_rows.CachedRows``,
+    ``matrices.save_rows``), never held; how many were new."""
+    shas = [sha256_text(t) for t in texts]
+    cache = EmbeddingCache(cache_path)
+    try:
+        new = ensure_cached(embedder, cache, texts, shas, progress=progress, desc=desc, warn=warn)
+        rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
+        matrices.save_rows(cache_path.parent / "matrices", matrices.key(embedder.id, embedder.cfg.document_prefix,
+                                                                        shas), rows.blocks(), (len(shas), rows.dim))
+    finally:
+        cache.close()
+    return new
 
 
 def weighted_views(r: RetrievalConfig) -> list[str]:
@@ -99,8 +115,7 @@ def embed_views(chunks: Sequence[Chunk], encoders: dict[str, Embedder], cache_pa
     out: dict[str, int] = {}
     for name, enc in encoders.items():
         texts = section_groups(chunks)[0] if name == "section" else [c.search_text for c in chunks]
-        out[name] = embed_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn,
-                                reuse_matrix=False)[1]  # every vector through the cache's checks, every ingest
+        out[name] = ensure_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn)
     return out
 
 

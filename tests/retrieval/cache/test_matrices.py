@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from ragrig.retrieval.cache import matrices
 from ragrig.retrieval.ingest import views
 from ragrig.retrieval.ingest.views import embed_units
@@ -83,3 +84,24 @@ def test_a_reader_finds_the_matrix_and_opens_no_embedding_cache(tmp_path: Path, 
     assert matrices.load(npy.parent, npy.stem, 3) is not None
     record = json.loads(npy.with_suffix(".json").read_text())
     assert record["shape"] == [3, 2] and record["dtype"] == "float32"
+
+
+def test_rows_saved_a_block_at_a_time_are_the_file_of_the_whole_matrix(tmp_path):
+    m = np.random.default_rng(3).normal(size=(50, 6)).astype(np.float32)
+    matrices.save(tmp_path / "whole", "k", m)
+    matrices.save_rows(tmp_path / "blocks", "k", (m[i : i + 7] for i in range(0, 50, 7)), m.shape)
+    for name in ("k.npy", "k.json"):
+        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "blocks" / name).read_bytes()
+    assert np.array_equal(matrices.load(tmp_path / "blocks", "k", 50), m)
+    np.save(tmp_path / "np.npy", m, allow_pickle=False)
+    assert (tmp_path / "blocks" / "k.npy").read_bytes() == (tmp_path / "np.npy").read_bytes()  # np.save's bytes
+
+
+def test_a_source_that_fails_midway_leaves_no_matrix_and_raises(tmp_path):
+    def failing():
+        yield np.ones((2, 3), dtype=np.float32)
+        raise RuntimeError("the cache changed")
+
+    with pytest.raises(RuntimeError, match="the cache changed"):
+        matrices.save_rows(tmp_path, "k", failing(), (4, 3))
+    assert list(tmp_path.iterdir()) == []

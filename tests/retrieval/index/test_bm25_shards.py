@@ -208,3 +208,35 @@ def test_the_first_appearance_vocabulary_scores_as_bm25s_own(sample_texts, metho
         toks = [t for t in ours.tokenizer(q) if t in theirs.vocab_dict]
         if toks:
             assert ours.parts[0][1].get_scores(toks).tobytes() == theirs.get_scores(toks).tobytes(), q
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+", "bm25l", "atire"])
+def test_the_one_piece_build_from_compact_token_ids_writes_the_files_of_token_lists(sample_texts, method, tmp_path):
+    """``TokenIds`` (an int32 array, not a list of lists a chunk) gives bm25s the corpus ``numbered`` gave it: the
+    saved files are the same bytes, empty chunks included."""
+    from ragrig.retrieval.index.bm25_shards import bm25s_module, numbered
+
+    cfg = Bm25Config(method=method)
+    texts = [*sample_texts, "", "   "]
+    Bm25Index.build(texts, cfg).save(tmp_path / "ours")
+    tok = Bm25Index([], cfg).tokenizer
+    lists = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    lists.index(numbered([tok(t) or [""] for t in texts]), show_progress=False)
+    lists.save(str(tmp_path / "lists"), show_progress=False, allow_pickle=False)
+    names = sorted(p.name for p in (tmp_path / "lists").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "ours").iterdir()) and "data.csc.index.npy" in names
+    for name in names:
+        assert (tmp_path / "ours" / name).read_bytes() == (tmp_path / "lists" / name).read_bytes(), name
+
+
+def test_token_ids_read_as_the_lists_numbered_makes():
+    from ragrig.retrieval.index.bm25_shards import TokenIds, numbered
+
+    docs = [["b", "a", "b"], [""], ["c", "a"], [], ["d"]]
+    ids = TokenIds(iter(docs))  # one pass over the chunks
+    want, vocab = numbered(docs)
+    assert ids.vocab == vocab == {"b": 0, "a": 1, "": 2, "c": 3, "d": 4}
+    assert list(ids.ids) == list(ids.ids) == want == [[0, 1, 0], [2], [3, 1], [], [4]]
+    assert len(ids.ids) == 5 and ids.ids[-1] == [4] and ids.ids[1:3] == [[2], [3, 1]]
+    with pytest.raises(IndexError):
+        ids.ids[5]

@@ -81,12 +81,12 @@ def test_rows_checked_together_get_the_verdicts_of_one_at_a_time():
 
 def test_an_ingest_reads_the_cache_a_block_at_a_time_and_writes_the_same_bytes(make_config, write_files, tmp_path,
                                                                               monkeypatch):
-    """With blocks of 7 rows no call asks the cache for more than 7 vectors, the embed stage hands the build rows
-    to read (no matrix), and the version's ``vectors.npy`` and its Chroma collection hold what a one-block
-    ingest wrote."""
+    """With blocks of 7 rows no call asks the cache for more than 7 vectors (the second encoder's view too), the
+    embed stage hands the build rows to read (no matrix), and the version's ``vectors.npy``, its Chroma
+    collection and the view's matrix beside the cache hold what a one-block ingest wrote."""
     corpus = write_files(tmp_path / "corpus", DOCS)
     whole = make_config(corpus, f"home={tmp_path / 'one'}", "index.vector_search.mode=chroma",
-                        "retrieval.fusion.weights.vector2=0")
+                        "retrieval.fusion.weights.vector2=1")
     IngestPipeline(whole, progress=False).run()
 
     asked: list[int] = []
@@ -99,7 +99,7 @@ def test_an_ingest_reads_the_cache_a_block_at_a_time_and_writes_the_same_bytes(m
     monkeypatch.setattr(EmbeddingCache, "get_checked", counting)
     monkeypatch.setattr(vector_rows, "BLOCK", 7)
     small = make_config(corpus, f"home={tmp_path / 'small'}", "index.vector_search.mode=chroma",
-                        "retrieval.fusion.weights.vector2=0")
+                        "retrieval.fusion.weights.vector2=1")
     pipe = IngestPipeline(small, progress=False)
     handed = []
     real_embed = pipe.embed
@@ -114,3 +114,6 @@ def test_an_ingest_reads_the_cache_a_block_at_a_time_and_writes_the_same_bytes(m
     assert got[0]["ids"] == got[1]["ids"] == ids
     assert np.array_equal(np.asarray(got[0]["embeddings"]), np.asarray(got[1]["embeddings"]))
     assert Layout(small).leftovers() == []
+    views = [sorted((p.name, p.read_bytes()) for p in (Layout(c).embedding_cache.parent / "matrices").iterdir())
+             for c in (whole, small)]
+    assert views[0] == views[1] and len(views[0]) == 2  # the view's matrix and its record
