@@ -1,14 +1,13 @@
 """Incremental, versioned ingestion: one sequence of stages under any executor (``retrieval/executor.py``: it
 decides only where the partitions run, here, on Prefect's threads or on Dask workers; the version is the same).
 
-sweep leftovers -> verify the published version (``current.py``: a damaged one is rebuilt, not kept) -> discover
--> plan (``plan.py``: diff against the published version by content sha256) -> stage the next version ->
-partitions of the new/changed documents (``partitions.py``: extracted through the extraction cache and chunked;
-on Dask also embedded, into shards) -> embed (``embed.py``, the embedding cache) -> the fused views into the same
-cache (``views.py``) -> ``vectors.npy`` and the HNSW graph's shards (mapped like the partitions) -> build
-(``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``).
-Nothing changed and no ``--force``: no new version (a view fused since is embedded). A crash before the switch
-leaves the published version untouched; the next ingest sweeps leftovers.
+sweep leftovers -> verify the published version (``current.py``: a damaged one is rebuilt) -> discover -> plan
+(``plan.py``: diff by content sha256) -> stage the next version -> partitions of the new/changed documents
+(``partitions.py``: extracted through the extraction cache and chunked; on Dask also embedded, into shards) -> embed
+(``embed.py``: every vector into the embedding cache, none held) -> the fused views into the same cache (``views.py``)
+-> ``vectors.npy`` read back from it a block at a time, and the HNSW graph's shards (mapped like the partitions) ->
+build (``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``). Nothing changed and no
+``--force``: no new version. A crash before the switch leaves the published version; the next ingest sweeps up.
 """
 
 from __future__ import annotations
@@ -134,14 +133,15 @@ class IngestPipeline:
 
     def partition(self, plan: Plan, staged: tuple[str, Path], executor: Executor,
                   ) -> tuple[list[Document], list[Chunk], set[str] | None]:
-        """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``;
-        on Dask workers embedded too): the extracted documents, their chunks, and the chunk ids the workers
-        wrote to the version's collection (None: the build writes the collection)."""
+        """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``; on Dask
+        workers embedded too): the documents, their chunks, and the chunk ids the workers wrote to the version's
+        collection (None: the build writes the collection). The sources' texts are dropped after."""
         with self.timed("partitions"):
             done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
                                   stats=self.stats, cache=self.embed_cache(), hook=self._worker_hook,
                                   progress=self.progress)
             self._worker_embedded = done.embedded
+            plan.drop_texts()
             return done.docs, done.chunks, done.in_collection
 
     def embed(self, chunks: list[Chunk]) -> CachedRows:
