@@ -46,8 +46,9 @@ class Plan:
     def drop_texts(self) -> None:
         """Forget the BEIR records' texts once they are extracted (the documents hold them now): 0.75 kB a chunk of
         a driver's memory, kept to the end of the ingest before. ``sources`` is the discovery's own list."""
+        bare = {id(s): replace(s, text=None) for s in self.sources if s.text is not None}
         for docs in (self.sources, self.to_extract):
-            docs[:] = [replace(s, text=None) if s.text is not None else s for s in docs]
+            docs[:] = [bare.get(id(s), s) for s in docs]
 
     def only_failures(self, extracted: list[Document]) -> bool:
         """Every document to (re-)extract failed and none was removed: the published version still holds."""
