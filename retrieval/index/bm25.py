@@ -24,6 +24,7 @@ from ragrig.retrieval.index.bm25_shards import (
     TokenIds,
     bm25s_module,
     build_shard,
+    counting_csc,
     read_contents,
     shard_bounds,
     shard_count,
@@ -66,6 +67,7 @@ class Bm25Index:
             return out
         corpus = TokenIds(tok(t) or [""] for t in texts)  # numbered as the shards number theirs: the same files
         r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+        r._np_csc = counting_csc  # the same arrays, without bm25s' sort
         r.index(corpus, show_progress=False)
         return cls([(0, r)], cfg, len(texts))
 

@@ -240,3 +240,25 @@ def test_token_ids_read_as_the_lists_numbered_makes():
     assert len(ids.ids) == 5 and ids.ids[-1] == [4] and ids.ids[1:3] == [[2], [3, 1]]
     with pytest.raises(IndexError):
         ids.ids[5]
+
+
+def test_the_counting_csc_gives_bm25s_own_arrays():
+    """Documents' postings in row order, each column at most once a row (what bm25s hands its CSC hook): the
+    arrays of bm25s' sort, without it."""
+    from ragrig.retrieval.index.bm25_shards import bm25s_module, counting_csc
+
+    bm25s_module()
+    from bm25s.scoring import _np_csc_python
+
+    rng = np.random.default_rng(4)
+    n_docs, n_cols = 300, 50
+    per_doc = [rng.choice(n_cols, size=int(rng.integers(1, 12)), replace=False) for _ in range(n_docs)]
+    cols = np.concatenate(per_doc).astype(np.int32)
+    rows = np.repeat(np.arange(n_docs, dtype=np.int32), [len(c) for c in per_doc])
+    data = rng.random(len(cols)).astype(np.float32)
+    ours, theirs = counting_csc(data, rows, cols, (n_docs, n_cols)), _np_csc_python(data, rows, cols, (n_docs, n_cols))
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    one = counting_csc(np.array([0.5], dtype=np.float32), np.array([0], dtype=np.int32), np.array([2], dtype=np.int32),
+                       (1, 3))
+    assert [x.tolist() for x in one] == [[0.5], [0], [0, 0, 0, 1]]
