@@ -38,34 +38,34 @@ def first_bad_row(vecs: np.ndarray, dim: int | None, normalized: bool) -> tuple[
         return None
     if (dim is not None and vecs.shape[1] != dim) or not vecs.shape[1]:
         return 0, check_vector(vecs[0], dim, normalized) or "the wrong width"
-    with np.errstate(all="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", vecs, vecs))  # float32 sums: 1e-6 off at most
-        ok = np.isfinite(vecs).all(axis=1) & (norms > 0)
-        if normalized:
-            ok &= np.abs(norms - 1.0) <= NORM_TOLERANCE
-    for row in np.flatnonzero(~ok).tolist():  # suspects: the exact check decides (float32 sums can underflow)
+    for row in _suspects(vecs, normalized):
         why = check_vector(vecs[row], dim, normalized)
         if why is not None:
             return row, why
     return None
 
 
+def _suspects(block: np.ndarray, normalized: bool) -> list[int]:
+    """The rows of ``block`` (one width) that whole-array float32 checks cannot pass: not finite, zero, or off unit
+    length for a normalising model. Only these need ``check_vector``'s exact check, which decides (float32 sums
+    are 1e-6 off at most, and can underflow)."""
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        ok = np.isfinite(block).all(axis=1) & (norms > 0)
+        if normalized:
+            ok &= np.abs(norms - 1.0) <= NORM_TOLERANCE
+    return np.flatnonzero(~ok).tolist()
+
+
 def verdicts(vecs: Sequence[np.ndarray], dim: int | None, normalized: bool) -> list[str | None]:
-    """``check_vector``'s answer for each of ``vecs``, the rows of the model's width checked together (float32
-    sums, as ``first_bad_row``; the exact check decides on the rows they suspect): a cache read of 100k rows
-    took ~1.6 s row by row."""
+    """``check_vector``'s answer for each of ``vecs``, the rows of the model's width checked together (``_suspects``,
+    as ``first_bad_row``): a cache read of 100k rows took ~1.6 s row by row."""
     out: list[str | None] = [None] * len(vecs)
     same = [i for i, v in enumerate(vecs) if dim is not None and v.ndim == 1 and v.shape[0] == dim and dim > 0]
     for i in set(range(len(vecs))) - set(same):
         out[i] = check_vector(vecs[i], dim, normalized)
     if same:
-        block = np.vstack([vecs[i] for i in same]).astype(np.float32, copy=False)
-        with np.errstate(all="ignore"):
-            norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-            ok = np.isfinite(block).all(axis=1) & (norms > 0)
-            if normalized:
-                ok &= np.abs(norms - 1.0) <= NORM_TOLERANCE
-        for j in np.flatnonzero(~ok).tolist():
+        for j in _suspects(np.vstack([vecs[i] for i in same]).astype(np.float32, copy=False), normalized):
             out[same[j]] = check_vector(vecs[same[j]], dim, normalized)
     return out
 
