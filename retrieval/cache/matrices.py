@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from ragrig.retrieval.atomic import write_atomic
+from ragrig.retrieval.npy_header import npy_header
 
 KEEP = 16
 
@@ -69,13 +70,10 @@ def save_rows(folder: Path, name: str, blocks: Iterable[np.ndarray], shape: tupl
     reads; an error from ``blocks`` leaves nothing behind and is raised."""
     dtype = np.dtype(dtype)
     digest = hashlib.sha256()
-    head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(
-        head, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)})
 
     def parts() -> Iterator[bytes]:
-        for part in itertools.chain([head.getvalue()], (np.ascontiguousarray(b, dtype=dtype).tobytes()
-                                                        for b in blocks)):
+        for part in itertools.chain([npy_header(shape, dtype)], (np.ascontiguousarray(b, dtype=dtype).tobytes()
+                                                                 for b in blocks)):
             digest.update(part)
             yield part
 

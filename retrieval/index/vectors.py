@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from ragrig.configs.models import VectorSearchConfig
 from ragrig.retrieval.index.format import VECTORS
+from ragrig.retrieval.npy_header import npy_header
 
 
 def unit_rows(vecs: np.ndarray, dtype: type = np.float32) -> np.ndarray:
@@ -40,9 +41,7 @@ def write_vector_blocks(version_dir: Path, blocks: Iterable[np.ndarray], n: int,
     written = 0
     try:
         with open(path, "wb") as fh:
-            np.lib.format.write_array_header_1_0(
-                fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
-                     "shape": (n, dim)})
+            fh.write(npy_header((n, dim), np.float32))
             for block in blocks:
                 if block.ndim != 2 or (len(block) and block.shape[1] != dim):
                     raise ValueError(f"{VECTORS}: a block of shape {block.shape}, the rows are {dim} wide")
