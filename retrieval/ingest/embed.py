@@ -30,10 +30,13 @@ def embed_with_cache(
     cache): ``ensure_cached``, then the rows read back (``vector_rows.CachedRows``). Ingest itself keeps no
     matrix: it ensures and hands the build steps the rows to read a block at a time."""
     new = ensure_cached(embedder, cache, texts, shas, **kw)
-    if not shas:
-        return np.zeros((0, embedder.dim), dtype=np.float32), 0
-    rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
-    return np.vstack(list(rows.blocks())), new
+    return cached_rows(embedder, cache, shas).array(), new
+
+
+def cached_rows(embedder: Embedder, cache: Any, shas: Sequence[str]) -> CachedRows:
+    """The rows of ``shas`` as ``embedder``'s vectors in ``cache`` (the embedding cache, or a partition's
+    ``ShardCache``), checked as the cache checks them when read."""
+    return CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
 
 
 def ensure_cached(

@@ -36,10 +36,9 @@ from ragrig.retrieval.index.format import add_chunks
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.chunk_stage import chunk_documents, chunking_params
 from ragrig.retrieval.ingest.chunking import ChunkingParams
-from ragrig.retrieval.ingest.embed import ensure_cached
+from ragrig.retrieval.ingest.embed import cached_rows, ensure_cached
 from ragrig.retrieval.ingest.extract import extract_sources
 from ragrig.retrieval.ingest.shards import PROBE, ShardCache, file_sums, make_part_dir, write_partition_tables
-from ragrig.retrieval.ingest.vector_rows import CachedRows
 
 Mark = Callable[[str], None]
 """Called in the worker at points of a partition ("partition:chunked", "embedded:<n>" after each batch of n
@@ -138,8 +137,7 @@ def run_partition(cfg: RagrigConfig, job: PartitionJob, mark: Mark | None = None
     seconds["embed"] = t3 - t2
     if job.collection is not None and chunks:
         mark("partition:chroma")
-        rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
-        write_collection(cfg, job, chunks, np.vstack(list(rows.blocks())))
+        write_collection(cfg, job, chunks, cached_rows(embedder, cache, shas).array())
         seconds["chroma"] = time.perf_counter() - t3
     return PartitionSummary(
         index=job.index, host=socket.gethostname(), docs=len(docs), chunks=len(chunks), embedded=new,

@@ -32,7 +32,7 @@ from ragrig.retrieval.ingest.build import build_version, discard, staged_version
 from ragrig.retrieval.ingest.clock import StageClock
 from ragrig.retrieval.ingest.current import verify_published
 from ragrig.retrieval.ingest.discover import Discovery, corpus_kind, discover
-from ragrig.retrieval.ingest.embed import ensure_cached
+from ragrig.retrieval.ingest.embed import cached_rows, ensure_cached
 from ragrig.retrieval.ingest.extract import extractor_key
 from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.partitions import run_partitions
@@ -154,7 +154,7 @@ class IngestPipeline:
             # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
             self.stats.chunks_embedded = new + self._worker_embedded
             self.stats.chunks_cached = len(set(shas)) - self.stats.chunks_embedded
-            return CachedRows(self.embed_cache(), e.id, shas, e.dim, e.cfg.normalize)
+            return cached_rows(e, self.embed_cache(), shas)
 
     @cached_property
     def views(self) -> dict[str, Embedder]:

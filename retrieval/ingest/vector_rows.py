@@ -66,11 +66,15 @@ class CachedRows:
             good, bad, _ = self.cache.get_checked(self.model, part, dim=self.dim, normalized=self.normalized)
             lost = [s for s in dict.fromkeys(part) if s not in good]
             if lost:
-                why = f"{bad[lost[0]]}" if lost[0] in bad else "not there"
+                why = bad.get(lost[0], "not there")
                 raise RagrigError(f"embedding cache {getattr(self.cache, 'path', '')}: {len(lost)} vector(s) of "
                                   f"{self.model} this ingest embedded or found are unusable now (the first: {why}); "
                                   "was the cache changed meanwhile? nothing was published; run the ingest again")
             yield np.vstack([good[s] for s in part]).astype(np.float32, copy=False)
+
+    def array(self) -> np.ndarray:
+        """Every row at once (a caller that needs the matrix: a partition's, a reader's view)."""
+        return np.vstack(list(self.blocks())) if self.shas else np.zeros((0, self.dim), dtype=np.float32)
 
 
 def as_rows(vectors: VectorRows | np.ndarray, dim: int) -> VectorRows:

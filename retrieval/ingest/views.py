@@ -23,8 +23,7 @@ from ragrig.retrieval.cache import matrices
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
-from ragrig.retrieval.ingest.embed import embed_with_cache, ensure_cached
-from ragrig.retrieval.ingest.vector_rows import CachedRows
+from ragrig.retrieval.ingest.embed import cached_rows, embed_with_cache, ensure_cached
 
 VIEW_SOURCES = ("section", "vector2")
 """The retrieval sources (``search/sources.py``'s registry) that are views."""
@@ -87,7 +86,7 @@ def ensure_units(embedder: Any, texts: Sequence[str], cache_path: Path, *, progr
     cache = EmbeddingCache(cache_path)
     try:
         new = ensure_cached(embedder, cache, texts, shas, progress=progress, desc=desc, warn=warn)
-        rows = CachedRows(cache, embedder.id, shas, embedder.dim, embedder.cfg.normalize)
+        rows = cached_rows(embedder, cache, shas)
         matrices.save_rows(cache_path.parent / "matrices", matrices.key(embedder.id, embedder.cfg.document_prefix,
                                                                         shas), rows.blocks(), (len(shas), rows.dim))
     finally:
