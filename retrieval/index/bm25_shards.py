@@ -169,9 +169,10 @@ def counting_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tu
     out_data, out_rows = np.empty_like(data), np.empty_like(rows)
     bounds = np.flatnonzero(rows[1:] != rows[:-1]) + 1
     for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)]):
-        at = free[cols[a:b]]
+        row_cols = cols[a:b]
+        at = free[row_cols]
         out_data[at], out_rows[at] = data[a:b], rows[a:b]
-        free[cols[a:b]] += 1
+        free[row_cols] += 1
     return out_data, out_rows, indptr
 
 
