@@ -38,9 +38,14 @@ os.environ["RAGRIG_CACHE_DIR"] = _MACHINE_CACHE
 # Each of `make test`'s parallel workers gets its share of the cores for torch's OpenMP thread pool (and so do the
 # processes a test starts, which inherit it; onnxruntime keeps its own pools, and the encoder's are one thread). With every worker's pool as wide as the machine,
 # an OpenMP parallel region waits for a thread the other worker has descheduled: encoding one short text took
-# 0.5 s instead of 0.025 s on 2 cores with another job running. A setting of the user's own is kept.
+# 0.5 s instead of 0.025 s on 2 cores with another job running. A setting of the user's own is kept. xdist's
+# controller imports this file before it starts the workers, which inherit its environment: the user's own value
+# (or none) travels to them in _OMP_OF_USER, so the controller's whole-machine value is never taken for the
+# user's (it was, until 2026-11-29: every worker ran machine-wide pools, and the suite took twice its time).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+_OMP_OF_USER = "RAGRIG_TEST_USER_OMP_NUM_THREADS"
+os.environ.setdefault(_OMP_OF_USER, os.environ.get("OMP_NUM_THREADS", ""))
+os.environ["OMP_NUM_THREADS"] = os.environ[_OMP_OF_USER] or str(max(1, (os.cpu_count() or 1) // _WORKERS))
 
 _PER_TEST_ENV = (
     "HF_HUB_OFFLINE",

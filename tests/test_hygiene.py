@@ -52,3 +52,30 @@ def test_a_test_session_leaves_no_prefect_home_behind(tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert list((tmp_path / "tmp").glob("ragrig-test-prefect-*")) == []
     assert list((tmp_path / "tmp").glob("ragrig-test-cache-*")) == []  # nor its machine cache
+
+
+@pytest.mark.parametrize("user", [None, "3"])
+def test_each_parallel_worker_gets_its_share_of_the_cores_or_the_users_setting(tmp_path, user):
+    """conftest.py sets OMP_NUM_THREADS to the cores divided by `make test`'s workers; xdist's controller
+    imports conftest first and the workers inherit its environment, so the controller's whole-machine value
+    must not pass for the user's own (it did: both workers ran machine-wide OpenMP pools, and the suite took
+    ~1.5x its time on 2 cores). A value the user set is kept."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    test = tmp_path / "test_threads.py"
+    test.write_text("import os\n\ndef test_threads():\n    w = os.environ['PYTEST_XDIST_WORKER']\n"
+                    f"    open(os.path.join({str(seen)!r}, w), 'w').write(os.environ['OMP_NUM_THREADS'])\n\n"
+                    "def test_second():\n    test_threads()\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    for name in ("OMP_NUM_THREADS", "RAGRIG_TEST_USER_OMP_NUM_THREADS", "PYTEST_XDIST_WORKER",
+                 "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+        env.pop(name, None)  # a fresh session, as `make test` starts one
+    if user is not None:
+        env["OMP_NUM_THREADS"] = user
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "load",
+                        "-p", "conftest", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"),
+                        str(test)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    share = user or str(max(1, (os.cpu_count() or 1) // 2))
+    assert {f.read_text() for f in seen.iterdir()} == {share}
