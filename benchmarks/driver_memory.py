@@ -42,17 +42,24 @@ class Sampler:
 
     def __init__(self) -> None:
         self.peak = rss_mib()
-        self._stop = threading.Event()
+        self._lock = threading.Lock()  # the thread's max and a mark's reset, one at a time: else a reading taken
+        self._stop = threading.Event()  # before a reset could be written after it (a stage's peak its next's)
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, rss_mib())
+            self.note(rss_mib())
             time.sleep(0.05)
 
+    def note(self, mib: float) -> None:
+        """A reading: the peak since the last mark is at least ``mib``."""
+        with self._lock:
+            self.peak = max(self.peak, mib)
+
     def mark(self) -> tuple[float, float]:
-        now = rss_mib()
-        peak, self.peak = max(self.peak, now), now
+        with self._lock:
+            now = rss_mib()
+            peak, self.peak = max(self.peak, now), now
         return now, peak
 
     def stop(self) -> None:
