@@ -33,9 +33,11 @@ run: install
 	$(VENV)/bin/ragrig run
 
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
-# each worker holds its own model, Prefect test server and temp dirs). One file's tests stay on one worker
-# (--dist loadfile: its module fixtures are built once). 302-358 s of pytest (333 s from a fresh clone, 1,115 tests) on a 2-core AVX-512 machine (2026-11-28; 499 s for 1,144 on a slower one; 896 s on a 2-core AVX2
-# one before the test processes shared repeated encodings: tests/conftest.py encodings_shared);
+# each worker holds its own model, Prefect test server and temp dirs, and torch's OpenMP pool gets its share of the
+# cores: tests/conftest.py). One file's tests stay on one worker (--dist loadfile: its module fixtures are built
+# once). 352 s of pytest from a fresh clone (1,299 tests) on a 2-core AVX-512 machine (2026-11-29; 478 s for the
+# commit before, run just before it). Three workers on 2 cores (to fill the waits on servers and subprocesses):
+# 306-415 s against two workers' 351-411 s, alternated in the same hour: no steady gain, so not the default.
 # TEST_WORKERS=0 runs in-process.
 # `make test-fast`: the unit tests only (not marked slow), 77 s on that AVX-512 machine, for the edit-test loop.
 TEST_WORKERS ?= $(shell $(PY) -c "import os; print(min(4, os.cpu_count() or 1))" 2>/dev/null || echo 2)
