@@ -41,7 +41,8 @@ os.environ["RAGRIG_CACHE_DIR"] = _MACHINE_CACHE
 # 0.5 s instead of 0.025 s on 2 cores with another job running. A setting of the user's own is kept. xdist's
 # controller imports this file before it starts the workers, which inherit its environment: the user's own value
 # (or none) travels to them in _OMP_OF_USER, so the controller's whole-machine value is never taken for the
-# user's (it was, until 2026-11-29: every worker ran machine-wide pools, and the suite took twice its time).
+# user's (it was, until 2026-11-29: every worker ran machine-wide pools; the suite took ~1.3x its time, its
+# encoder-heavy files 2x).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
 _OMP_OF_USER = "RAGRIG_TEST_USER_OMP_NUM_THREADS"
 os.environ.setdefault(_OMP_OF_USER, os.environ.get("OMP_NUM_THREADS", ""))

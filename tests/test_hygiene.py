@@ -25,6 +25,18 @@ def _tracked() -> list[str]:
     return [f for f in p.stdout.decode().split("\0") if f]
 
 
+def fresh_session(tmp_path: Path, test: Path, args: list[str], env: dict[str, str], unset: tuple[str, ...]) -> None:
+    """Run ``test`` (a file outside tests/, so tests/conftest.py is loaded as a plugin: ``-p conftest``) in a fresh
+    pytest session: this session's settings and plugins and the variables ``unset`` stay out, ``env`` goes in."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", *unset):
+        full.pop(name, None)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "-p", "conftest",
+                        "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"), str(test)],
+                       cwd=ROOT, env={**full, **env}, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+
+
 def test_no_tracked_file_over_1_mb_outside_datasets():
     tracked = _tracked()
     assert "pyproject.toml" in tracked  # the listing is this repository's
@@ -40,16 +52,8 @@ def test_a_test_session_leaves_no_prefect_home_behind(tmp_path):
     test = tmp_path / "test_prefect_home.py"
     test.write_text("import os\n\ndef test_home():\n    home = os.environ['PREFECT_HOME']\n"
                     "    open(os.path.join(home, 'written.txt'), 'w').write('x')\n")
-    # the test file lies outside tests/, so tests/conftest.py is loaded as a plugin (-p conftest)
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONPATH": str(ROOT / "tests")}
-    # a fresh session: the caller's settings and plugins stay out
-    for name in ("PREFECT_HOME", "RAGRIG_CACHE_DIR", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
-        env.pop(name, None)
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                        "-p", "conftest", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"),
-                        str(test)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    fresh_session(tmp_path, test, ["-p", "no:xdist"], {"TMPDIR": str(tmp_path / "tmp")},
+                  ("PREFECT_HOME", "RAGRIG_CACHE_DIR"))
     assert list((tmp_path / "tmp").glob("ragrig-test-prefect-*")) == []
     assert list((tmp_path / "tmp").glob("ragrig-test-cache-*")) == []  # nor its machine cache
 
@@ -59,23 +63,15 @@ def test_each_parallel_worker_gets_its_share_of_the_cores_or_the_users_setting(t
     """conftest.py sets OMP_NUM_THREADS to the cores divided by `make test`'s workers; xdist's controller
     imports conftest first and the workers inherit its environment, so the controller's whole-machine value
     must not pass for the user's own (it did: both workers ran machine-wide OpenMP pools, and the suite took
-    ~1.5x its time on 2 cores). A value the user set is kept."""
+    ~1.3x its time on 2 cores, its encoder-heavy files 2x). A value the user set is kept."""
     seen = tmp_path / "seen"
     seen.mkdir()
     test = tmp_path / "test_threads.py"
     test.write_text("import os\n\ndef test_threads():\n    w = os.environ['PYTEST_XDIST_WORKER']\n"
                     f"    open(os.path.join({str(seen)!r}, w), 'w').write(os.environ['OMP_NUM_THREADS'])\n\n"
                     "def test_second():\n    test_threads()\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    for name in ("OMP_NUM_THREADS", "RAGRIG_TEST_USER_OMP_NUM_THREADS", "PYTEST_XDIST_WORKER",
-                 "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
-        env.pop(name, None)  # a fresh session, as `make test` starts one
-    if user is not None:
-        env["OMP_NUM_THREADS"] = user
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "load",
-                        "-p", "conftest", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "basetemp"),
-                        str(test)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    fresh_session(tmp_path, test, ["-n", "2", "--dist", "load"], {} if user is None else {"OMP_NUM_THREADS": user},
+                  ("OMP_NUM_THREADS", "RAGRIG_TEST_USER_OMP_NUM_THREADS", "PYTEST_XDIST_WORKER",
+                   "PYTEST_XDIST_WORKER_COUNT"))
     share = user or str(max(1, (os.cpu_count() or 1) // 2))
     assert {f.read_text() for f in seen.iterdir()} == {share}
