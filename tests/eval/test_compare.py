@@ -104,3 +104,13 @@ def test_compare_options_are_checked_before_any_run_is_read(tmp_path, capsys, ar
 def test_a_k_the_runs_do_not_hold_names_the_option():
     with pytest.raises(InputError, match=r"^-k 5: flipped queries need hit_rate@5 in both runs"):
         compare(BASE, CAND, metrics=("ndcg@10",), k=5)
+
+
+@pytest.mark.parametrize("store", ["mlflow/mlflow.db", "mlflow/mlflow.db?timeout=5"])
+def test_a_run_name_in_a_store_that_does_not_exist_yet_is_one_line_and_makes_no_store(tmp_path, store):
+    """`ragrig compare NAME ...` in a fresh home: the SQLite file is not there, so no run is; asking MLflow
+    would create it (its migrations, seconds of a cold start) to find nothing."""
+    uri = f"sqlite:///{tmp_path / store}"
+    with pytest.raises(InputError, match=r"^'run-a' is neither a file nor an MLflow run id or run name .*holds no runs"):
+        load_run("run-a", uri)
+    assert not (tmp_path / "mlflow" / "mlflow.db").exists()
