@@ -28,7 +28,8 @@ def main() -> None:
             for i, case in enumerate(CASES):
                 p = run_case(case, w, Path(d) / f"home-{i}")
                 line = p.stderr.strip().replace(d, "<tmp>")
-                rows.append({"case": case.name, "command": "ragrig " + " ".join(case.args).replace("{tmp}", "<tmp>"),
+                rows.append({"case": case.name, "command": "ragrig " + " ".join(case.args).replace("{tmp}", "<tmp>")
+                             .replace("{port}", "<a taken port>"),
                              "stderr": line, "stdout_chars": len(p.stdout), "exit": p.returncode,
                              "expected_exit": case.code})
                 print(f"{case.name}: exit {p.returncode}", file=sys.stderr)
