@@ -6,6 +6,7 @@ version it was given and its test-set check artifact."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from servers import free_port, server, stop_group  # noqa: E402
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+LEAN = ["retrieval.fusion.weights.vector2=0", "eval.ragas=false"]
 
 
 async def _state(api: str) -> tuple[dict, list]:
@@ -79,7 +81,9 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
                                   env=env, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
                                   start_new_session=True)
         try:
-            cli("deployment", "run", "ingest/reingest")
+            # the deployment's own parameters, with the two parts of the default's work this test does not need:
+            # the second encoder's embedding of every chunk and ragas (the event carries them on to evaluate)
+            cli("deployment", "run", "ingest/reingest", "--param", f"overrides={json.dumps(LEAN)}")
             ids = {d.id: name for name, (d, _) in deployments.items()}
             deadline = time.monotonic() + 300
             done: dict[str, str] = {}
@@ -94,6 +98,7 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path):
             assert done.get("evaluate") == "COMPLETED", log  # triggered by ragrig.index.published
             params, artifacts = asyncio.run(_evaluate_runs_and_artifacts(api))
             assert [p["version"] for p in params] == ["v000001"]  # the event's version reached the flow
+            assert [p["overrides"] for p in params] == [LEAN]  # and so did the run's overrides
             # the first version has nothing before it: checked (every case ok) and evaluated, no diff, no gate
             assert "### Test set check: sample-rules on v000001" in artifacts["testset-check"]
             assert "100 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]

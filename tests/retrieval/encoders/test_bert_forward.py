@@ -107,9 +107,12 @@ def test_models_it_does_not_run_are_left_to_sentence_transformers(tmp_path, edit
 @pytest.fixture
 def fresh_verdicts(monkeypatch, tmp_path):
     """This process's verdicts emptied for the test, and a machine cache of its own (the home's file is the
-    test's own too)."""
+    test's own too). The tests using it are about when a check runs and what is recorded, not about the probes
+    (the two tests above compare every probe and more): a check here encodes three short probes, not the
+    window-long one (~1.5 s of a worker's core a check, seven checks)."""
     monkeypatch.setattr(forward_check, "_verdicts", {})
     monkeypatch.setenv(forward_check.CACHE_ENV, str(tmp_path / "machine-cache"))
+    monkeypatch.setattr(forward_check, "PROBES", ("", "How does grappling work?", "naïve café 日本語 🙂"))
 
 
 def _encoder(check: Path, identity: str = "minilm-test") -> TorchEncoder:
