@@ -5,7 +5,9 @@ keys, a rebuilt index) and never a silent mix of two embedding spaces.
 - a local folder: the sha256 of its files (every file but dotfiles and README/LICENSE text), each file's digest
   memoised by (path, size, mtime, ctime, inode): ctime moves on any write or ``cp -p``/``touch`` and cannot be
   set back by a user, so a replaced file is always re-hashed, while an unchanged folder costs a few ``stat``
-  calls. Whole files, not a sample: a fine-tune with frozen embeddings keeps the size and the first megabytes;
+  calls. A digest is memoised only when the file's stamp was the same before and after it was read and its last
+  change was over ``file_stamps.RACY_NS`` earlier (a write within one tick of a coarse clock keeps the times).
+  Whole files, not a sample: a fine-tune with frozen embeddings keeps the size and the first megabytes;
 - a hub name: the name plus the cached snapshot's commit when the local Hugging Face cache has it.
 """
 
@@ -46,8 +48,11 @@ def file_sha256(path: Path) -> tuple[str, bool]:
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    with _memo_lock:
-        _memo[key] = [*stamp, digest.hexdigest()]
+    # remembered only if the file did not change while it was read and its last change is not within a tick of
+    # a coarse clock (a write then could keep the stamp): else the next call hashes it again
+    if file_stamps.stamp(path) == stamp and file_stamps.settled(stamp):
+        with _memo_lock:
+            _memo[key] = [*stamp, digest.hexdigest()]
     return digest.hexdigest(), True
 
 

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 from ragrig.retrieval.atomic import write_atomic
-
-RACY_NS = 2_000_000_000
+from ragrig.retrieval.file_stamps import RACY_NS
 
 
 def record_file(stamps: Path, version_dir: Path) -> Path:

@@ -55,6 +55,9 @@ def test_digest_follows_weights_and_config_not_readmes(tmp_path):
 
 
 def test_an_unchanged_folder_is_not_read_again_and_the_memo_survives_the_process(tmp_path, monkeypatch):
+    from ragrig.retrieval import file_stamps
+
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)  # files written a moment ago count as settled (test below)
     folder = fake_model(tmp_path / "m")
     memo = tmp_path / "home" / "cache" / "model-digests.json"
     digest = folder_digest(folder, memo)
@@ -71,6 +74,33 @@ def test_an_unchanged_folder_is_not_read_again_and_the_memo_survives_the_process
     memo.write_text("{not json")  # a damaged memo costs a re-hash, never a wrong digest
     monkeypatch.setattr(identity, "_memo", {})
     assert folder_digest(folder, memo) == digest
+
+
+def test_a_file_changed_within_a_clock_tick_or_while_it_was_read_is_hashed_again(tmp_path, monkeypatch):
+    """The memo trusts a digest only for a file whose stamp held while it was read and whose last change is
+    over RACY_NS old: a write within one tick of a coarse clock after the stamp would keep it (git's racy entries)."""
+    from ragrig.retrieval import file_stamps
+
+    weights = fake_model(tmp_path / "m") / "model.safetensors"
+    assert file_sha256(weights)[1] is True
+    assert file_sha256(weights)[1] is True  # written just now: not trusted yet
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)  # (as if two seconds had passed)
+    assert file_sha256(weights)[1] is True
+    assert file_sha256(weights)[1] is False  # settled: memoised
+
+    other = tmp_path / "m" / "config.json"
+    real_stamp, calls = file_stamps.stamp, []
+
+    def moving(path):  # the file is written while it is read: its stamp after differs from before
+        calls.append(path)
+        got = real_stamp(path)
+        return got if len(calls) % 2 else [got[0], got[1], got[2] + 1, *got[3:]]
+
+    monkeypatch.setattr(file_stamps, "stamp", moving)
+    assert file_sha256(other)[1] is True
+    monkeypatch.setattr(file_stamps, "stamp", real_stamp)
+    assert file_sha256(other)[1] is True  # not memoised from the read that overlapped a write
+    assert file_sha256(other)[1] is False
 
 
 def test_local_folder_ids_name_backend_and_content(tmp_path):
