@@ -21,24 +21,40 @@ DOCS = {
 QUERIES = ["how far does a dash move", "what does cover give", "lethal 5+", "iron wardens shield wall"]
 
 
-@pytest.fixture
-def served(tmp_path, write_files, make_config, embedder):
-    """A published index over DOCS, its config and a TestClient on the app (no watcher thread)."""
+def _served(root, embedder):
+    """A published index over DOCS under ``root`` (its own home), its config and a TestClient on the app (no
+    watcher thread)."""
     from fastapi.testclient import TestClient
+    from ragrig.configs.load import load_config
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
     from ragrig.retrieval.search.retriever import Retriever
     from ragrig.retrieval.serve.app import create_app
     from ragrig.retrieval.serve.live import LiveIndex
 
-    corpus = write_files(tmp_path / "corpus", DOCS)
-    cfg = make_config(corpus, "retrieval.max_hops=0", "retrieval.max_query_chars=1000", "serve.max_top_k=5",
-                      "serve.max_request_bytes=2048", "serve.max_context_tokens=400")
+    for rel, text in DOCS.items():
+        (root / "corpus" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "corpus" / rel).write_text(text, encoding="utf-8")
+    cfg = load_config(overrides=[f"corpus.path={root / 'corpus'}", f"home={root / 'home'}", "retrieval.synonyms=null",
+                                 "eval.testsets=[]", "retrieval.max_hops=0", "retrieval.max_query_chars=1000",
+                                 "serve.max_top_k=5", "serve.max_request_bytes=2048", "serve.max_context_tokens=400"])
     pipe = IngestPipeline(cfg, progress=False)
     pipe.embedder = embedder
     pipe.run()
     live = LiveIndex(cfg, Retriever(cfg, embedder=embedder))
     with TestClient(create_app(cfg, live=live, watch=False)) as client:
         yield cfg, live, client
+
+
+@pytest.fixture
+def served(tmp_path, embedder):
+    yield from _served(tmp_path, embedder)
+
+
+@pytest.fixture(scope="module")
+def served_once(tmp_path_factory, embedder):
+    """The same, once for the module: for the tests that only send requests the app refuses (each built its own
+    index and app before, ~0.9 s apiece, 23 of them)."""
+    yield from _served(tmp_path_factory.mktemp("served"), embedder)
 
 
 def test_retrieve_and_context_answer_what_the_library_answers(served):
@@ -93,8 +109,8 @@ BAD = [  # (body, status, the error message as a regex)
 
 
 @pytest.mark.parametrize("body, status, message", BAD, ids=[f"{i}-{b[:24]!r}" for i, (b, _, _) in enumerate(BAD)])
-def test_bad_input_is_refused_with_a_message_never_a_500(served, body, status, message):
-    cfg, live, client = served
+def test_bad_input_is_refused_with_a_message_never_a_500(served_once, body, status, message):
+    cfg, live, client = served_once
     for path in ("/retrieve", "/context"):
         got = client.post(path, content=body, headers={"Content-Type": "application/json"})
         assert got.status_code == status, (path, got.text)
