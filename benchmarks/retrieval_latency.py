@@ -96,6 +96,7 @@ def build(n: int, home: Path, sets: list[str] | None = None) -> dict[str, Any]:
     from ragrig.retrieval.documents import Chunk, Document, sha256_text
     from ragrig.retrieval.embedding import model_id
     from ragrig.retrieval.ingest.pipeline import IngestPipeline
+    from ragrig.retrieval.ingest.vector_rows import as_rows
 
     stamp = home / "generator.json"
     made = {**GENERATOR, "n": n, **({"sets": sets} if sets else {})}
@@ -130,7 +131,7 @@ def build(n: int, home: Path, sets: list[str] | None = None) -> dict[str, Any]:
     pipe = IngestPipeline(cfg)
     pipe.embedder.id = model_id(cfg.embedding)
     t0 = time.perf_counter()
-    version = pipe.build(docs, chunks, vecs)
+    version = pipe.build(docs, chunks, as_rows(vecs, GENERATOR["dim"]))  # the build takes rows (vector_rows.py)
     pipe.publish(version)
     info = {"generate_s": generate_s, "build_s": time.perf_counter() - t0, "stages_s": dict(pipe.stats.seconds),
             "build_peak_rss_mb": peak_rss_mb(), "disk_mb": _du_mb(home)}
