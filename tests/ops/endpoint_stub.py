@@ -73,7 +73,8 @@ def embed_stub() -> Iterator[tuple[EmbedStub, str]]:
                 time.sleep(state.drip_s)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the loop's next poll: serve_forever's default 0.5 s was half a second a test
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
