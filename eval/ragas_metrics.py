@@ -54,6 +54,27 @@ def _memo_similarity(threshold: float):  # type: ignore[no-untyped-def]
 
 
 
+def _no_ragas_user_id() -> None:
+    """With tracking off (``RAGAS_DO_NOT_TRACK``, which ragrig sets unless the user chose), keep ragas from writing
+    a user id into the user's home. ragas 0.4 builds an analytics event for every metric score whether or not
+    it sends it, and the event's default user id is read from, or first written to,
+    ``~/.local/share/ragas/uuid.json`` (``ragas._analytics.get_userid``, memoised for the process): a plain
+    ``ragrig eval`` left that file. Its first call here is pointed at a folder that cannot be made, so ragas takes
+    its own fallback, an anonymous id that lives only in this process's memo."""
+    if os.environ.get("RAGAS_DO_NOT_TRACK", "").lower() != "true":
+        return
+    from ragas import _analytics
+
+    if _analytics.get_userid.cache_info().currsize:
+        return
+    real = _analytics.user_data_dir
+    _analytics.user_data_dir = lambda *a, **k: os.path.join(os.devnull, "ragas")  # not a folder: ragas' fallback
+    try:
+        _analytics.get_userid()
+    finally:
+        _analytics.user_data_dir = real
+
+
 @contextmanager
 def _ragas_imports() -> Iterator[None]:
     """ragas 0.4 warns that these metrics move to ``ragas.metrics.collections`` in 1.0, attributing the warning to
@@ -81,6 +102,7 @@ def ragas_scores(
     except Exception as exc:  # pragma: no cover - ragas is a dependency, but keep eval usable without it
         log.warning("ragas metrics skipped: %s", exc)
         return {}
+    _no_ragas_user_id()
     recall = NonLLMContextRecall()
     precision = NonLLMContextPrecisionWithReference()
     similarity = _memo_similarity(min(recall.threshold, precision.threshold))

@@ -121,3 +121,25 @@ def test_ragas_imports_warn_nobody():
         warnings.simplefilter("error")
         importlib.reload(sys.modules["ragrig.eval.ragas_metrics"])
         assert ragas_scores(CASES, k=10)
+
+
+@pytest.mark.parametrize("tracking_off", [True, False])
+def test_scores_write_no_ragas_user_id_into_the_home_when_tracking_is_off(tmp_path, monkeypatch, tracking_off):
+    """ragas 0.4 builds an analytics event for every score, and the event's user id is read from, or first
+    written to, ``<data dir>/ragas/uuid.json``: with tracking off (ragrig's default) nothing is written there;
+    a user who turned tracking on gets ragas as it is."""
+    from ragas import _analytics
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("RAGAS_DO_NOT_TRACK", "true" if tracking_off else "false")
+    _analytics.get_userid.cache_clear()  # as in a new process
+    try:
+        assert ragas_scores(CASES, k=3)
+        written = (tmp_path / "data" / "ragas" / "uuid.json").is_file()
+        assert written is not tracking_off
+        assert not (tmp_path / "home" / ".local").exists()
+        if tracking_off:
+            assert _analytics.get_userid().startswith("anonymous-")
+    finally:
+        _analytics.get_userid.cache_clear()
