@@ -220,7 +220,10 @@ def check_report(data: Any, where: str) -> None:
 
 
 def _load_mlflow(ref: str, tracking_uri: str | None) -> tuple[str, dict[str, Any]]:
-    if tracking_uri and _sqlite_file_missing(tracking_uri):  # no store yet, so no runs: say so without making one
+    from ragrig.eval.tracking.store import sqlite_file
+
+    db = sqlite_file(tracking_uri) if tracking_uri else None
+    if db is not None and not db.exists():  # no store yet, so no runs: say so without asking MLflow (it makes one)
         raise InputError(f"{ref!r} is neither a file nor an MLflow run id or run name "
                          f"(store: {tracking_uri}, which holds no runs yet)")
     import mlflow
@@ -276,11 +279,3 @@ def to_markdown(c: Comparison) -> str:
         lines.append(f"\n> warning: {w}")
     return "\n".join(lines)
 
-
-def _sqlite_file_missing(uri: str) -> bool:
-    """Whether ``uri`` names a local SQLite store whose file does not exist. Asking MLflow for a run there would
-    create the store (its schema migrations: ~4 s of a cold ``ragrig compare``) only to find nothing in it."""
-    if not uri.startswith("sqlite:///"):
-        return False
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
-    return path not in ("", ":memory:") and not Path(path).exists()

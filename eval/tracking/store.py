@@ -56,6 +56,16 @@ _cleaned: set[tuple[str, str]] = set()
 _wal: set[str] = set()
 
 
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a local SQLite store (``sqlite:///…``); None for another store or an in-memory one."""
+    if not uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    db = make_url(uri).database
+    return Path(db) if db and db != ":memory:" else None
+
+
 def wal_journal(uri: str) -> None:
     """Switch a SQLite store to write-ahead logging (persistent, once per file): MLflow commits each call on its
     own (a sweep child's run is ~8 commits), and in SQLite's default rollback-journal mode each commit syncs the
@@ -63,14 +73,10 @@ def wal_journal(uri: str) -> None:
     a local disk; on shared storage, use a tracking server (docs/scale.md). Other URIs: nothing to do."""
     import sqlite3
 
-    from sqlalchemy.engine import make_url
-
-    if not uri.startswith("sqlite:"):
+    db = sqlite_file(uri)
+    if db is None:
         return
-    db = make_url(uri).database
-    if not db or db == ":memory:":
-        return
-    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    db.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(db, timeout=20)
     try:
         con.execute("PRAGMA journal_mode=WAL")
