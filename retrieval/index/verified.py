@@ -4,8 +4,8 @@ at every open). After every file a check hashed matched the manifest, ``record``
 ``<index>/verified/<version>.json``; a later reader's check (``verify.check_files`` with ``stamps``) hashes only
 the files whose identity differs. Any write to a file moves its change time, which no user can set back (unlike
 the modification time), so a file edited, truncated, replaced or restored since is hashed again; a home copied
-or moved elsewhere is hashed once where it lands. A file changed within ``RACY_NS`` of the record is not
-trusted (a change inside one tick of a coarse clock would keep its times). The records sit beside the
+or moved elsewhere is hashed once where it lands. A file changed within ``file_stamps.RACY_NS`` of the record
+is not trusted (a change inside one tick of a coarse clock would keep its times). The records sit beside the
 manifest, writable by whoever can write the index and no weaker than it; ``ragrig health`` and ingest hash
 everything.
 """
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ragrig.retrieval.atomic import write_atomic
-from ragrig.retrieval.file_stamps import RACY_NS
+from ragrig.retrieval.file_stamps import settled
 
 
 def record_file(stamps: Path, version_dir: Path) -> Path:
@@ -34,7 +34,7 @@ def known(stamps: Path, version_dir: Path) -> dict[str, list]:
     if not isinstance(files, dict):
         return {}
     return {rel: got for rel, got in files.items()
-            if isinstance(got, list) and len(got) == 6 and isinstance(got[3], int) and got[3] < at - RACY_NS}
+            if isinstance(got, list) and len(got) == 6 and isinstance(got[3], int) and settled(got[1:], at)}
 
 
 def record(stamps: Path, version_dir: Path, entries: dict[str, list]) -> None:

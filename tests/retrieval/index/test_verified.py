@@ -10,6 +10,7 @@ import os
 import pytest
 from ragrig.configs.errors import IndexDamagedError
 from ragrig.configs.load import load_config
+from ragrig.retrieval import file_stamps
 from ragrig.retrieval.index import verified, verify
 from ragrig.retrieval.index.health import check_index
 from ragrig.retrieval.index.layout import Layout
@@ -47,7 +48,7 @@ def open_once(cfg) -> IndexVersion:
 
 
 def test_a_file_checked_before_and_unchanged_is_not_hashed_again(cfg, hashed, monkeypatch):
-    monkeypatch.setattr(verified, "RACY_NS", 0)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)
     v = open_once(cfg)
     files = v.manifest["files"]
     assert sorted(hashed) == sorted(os.path.basename(f) for f in files)  # the first check hashes every file
@@ -59,7 +60,7 @@ def test_a_file_checked_before_and_unchanged_is_not_hashed_again(cfg, hashed, mo
 
 
 def test_a_file_changed_since_is_hashed_and_refused_even_with_its_mtime_set_back(cfg, hashed, monkeypatch):
-    monkeypatch.setattr(verified, "RACY_NS", 0)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)
     v = open_once(cfg)
     path = v.dir / "vectors.npy"
     st = os.stat(path)
@@ -74,7 +75,7 @@ def test_a_file_changed_since_is_hashed_and_refused_even_with_its_mtime_set_back
 
 
 def test_a_record_the_manifest_disagrees_with_is_not_trusted(cfg, hashed, monkeypatch):
-    monkeypatch.setattr(verified, "RACY_NS", 0)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)
     v = open_once(cfg)
     stamps = Layout(cfg).verified_dir
     rec = verified.known(stamps, v.dir)
@@ -93,7 +94,7 @@ def test_files_changed_just_before_the_record_are_hashed_again(cfg, hashed):
 
 
 def test_a_home_that_cannot_keep_records_is_checked_in_full(cfg, hashed, monkeypatch):
-    monkeypatch.setattr(verified, "RACY_NS", 0)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)
     stamps = Layout(cfg).verified_dir
     stamps.write_text("not a folder")
     v = open_once(cfg)
@@ -103,7 +104,7 @@ def test_a_home_that_cannot_keep_records_is_checked_in_full(cfg, hashed, monkeyp
 
 
 def test_health_hashes_everything_whatever_was_recorded(cfg, hashed, monkeypatch):
-    monkeypatch.setattr(verified, "RACY_NS", 0)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 0)
     v = open_once(cfg)
     hashed.clear()
     check_index(cfg)
