@@ -516,7 +516,8 @@ def llm_stub() -> Iterator[tuple[LLMStub, str]]:
             self.wfile.write(payload)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # (shutdown waits a poll)
+    # shutdown() waits for the loop's next poll (serve_forever's default: 0.5 s)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -111,6 +111,7 @@ def test_a_run_name_in_a_store_that_does_not_exist_yet_is_one_line_and_makes_no_
     """`ragrig compare NAME ...` in a fresh home: the SQLite file is not there, so no run is; asking MLflow
     would create it (its migrations, seconds of a cold start) to find nothing."""
     uri = f"sqlite:///{tmp_path / store}"
-    with pytest.raises(InputError, match=r"^'run-a' is neither a file nor an MLflow run id or run name .*holds no runs"):
+    says = r"^'run-a' is neither a file nor an MLflow run id or run name .*holds no runs"
+    with pytest.raises(InputError, match=says):
         load_run("run-a", uri)
     assert not (tmp_path / "mlflow" / "mlflow.db").exists()
