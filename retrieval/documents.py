@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class Document:
     extractor: str = ""  # the extraction settings + version that produced it (a change re-extracts)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _as_row(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Document:
@@ -83,11 +83,20 @@ class Chunk:
         return HEADER_SEP.join(self.header_path)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _as_row(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
         return cls(**d)
+
+
+def _as_row(obj: Document | Chunk) -> dict[str, Any]:
+    """The fields in their order, as a table row is written (``dataclasses.asdict`` without its deep copy: rows are
+    only serialised, and the copy was 3/4 of writing a version's tables)."""
+    return {name: getattr(obj, name) for name in _FIELDS[type(obj)]}
+
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (Document, Chunk)}
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
+import orjson
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
 from ragrig.retrieval.multihop.terms import TermIndex
@@ -62,7 +63,7 @@ def derive(chunks: Sequence[Chunk], library: dict[str, Any]) -> Derived:
     return Derived(order, codes, list(docs), HeaderIndex(chunks), {t: sorted(ids) for t, ids in terms.items()})
 
 
-class _LazyRows:
+class LazyRows:
     """Rows of ``chunks.jsonl`` by number: ``offsets[i]:offsets[i + 1]`` is row i's line, read with ``pread``
     (just its bytes: a memory map's fault reads megabytes around a row, ~3 ms a row from a cold cache against
     ~15 µs, and counts them in the reader's RSS)."""
@@ -85,7 +86,7 @@ class _LazyRows:
 
     def parse(self, line: bytes, row: int) -> Chunk:
         try:
-            return Chunk.from_dict(json.loads(line))
+            return Chunk.from_dict(_loads(line))
         except (ValueError, KeyError, TypeError) as exc:
             raise self.damaged(f"chunks.jsonl row {row} is unreadable ({type(exc).__name__})") from None
 
@@ -101,11 +102,20 @@ class _LazyRows:
             raise self.damaged(f"chunks.jsonl ends after {row} of its {n} rows")
 
 
+def _loads(line: bytes) -> Any:
+    """A row's JSON: orjson's parse (the same values, in 0.55x the time: a driver reads its rows several times),
+    or the standard library's for what orjson refuses and it takes (NaN, Infinity: ``json.dumps`` writes them)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 class ChunkTable(Sequence[Chunk]):
     """The rows of a version (``table[i]``: a Chunk) and its ``Derived`` structures. ``rows``: a list (a
     version without ``reader/``: every row parsed) or the lazy rows of ``chunks.jsonl``."""
 
-    def __init__(self, rows: list[Chunk] | _LazyRows, derived: Derived, ids: Callable[[int], str]) -> None:
+    def __init__(self, rows: list[Chunk] | LazyRows, derived: Derived, ids: Callable[[int], str]) -> None:
         self._rows, self.derived, self._id = rows, derived, ids
         self._n = len(derived.order)
 
@@ -117,7 +127,7 @@ class ChunkTable(Sequence[Chunk]):
     @classmethod
     def lazy(cls, path: Path, offsets: np.ndarray, derived: Derived, ids: Callable[[int], str],
              damaged: Callable[[str], Exception]) -> ChunkTable:
-        return cls(_LazyRows(path, offsets, damaged), derived, ids)
+        return cls(LazyRows(path, offsets, damaged), derived, ids)
 
     def __len__(self) -> int:
         return self._n

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -203,8 +203,8 @@ def new_manifest(
     corpus_kind: str,
     model_id: str,
     dim: int,
-    docs: list[Document],
-    chunks: list[Chunk],
+    docs: Collection[Document],
+    chunks: Sequence[Chunk],
     corpus_file: dict[str, Any] | None = None,
     files: dict[str, str] | None = None,
     hnsw: dict[str, int] | None = None,

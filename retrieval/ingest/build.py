@@ -9,7 +9,7 @@ into place, not yet published. A build that fails leaves no staging folder or co
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.reader_files import write_reader
 from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vector_blocks
 from ragrig.retrieval.ingest.keyword_mining import build_library
+from ragrig.retrieval.ingest.tables import Column
 from ragrig.retrieval.ingest.vector_rows import VectorRows, as_rows, take
 from ragrig.retrieval.markdown import parse_headers
 
@@ -44,8 +45,8 @@ from ragrig.retrieval.markdown import parse_headers
 def build_version(
     cfg: RagrigConfig,
     layout: Layout,
-    docs: list[Document],
-    chunks: list[Chunk],
+    docs: Collection[Document],
+    chunks: Sequence[Chunk],
     vectors: VectorRows | np.ndarray,
     *,
     model_id: str,
@@ -56,6 +57,7 @@ def build_version(
     staged: tuple[str, Path] | None = None,
     in_collection: set[str] | None = None,
     vector_files: dict[str, Any] | None = None,
+    offsets: np.ndarray | None = None,
 ) -> str:
     """Write the version of ``docs`` and ``chunks`` (``vectors``: one row per chunk, an array or
     ``vector_rows.VectorRows``) and return its name.
@@ -64,18 +66,20 @@ def build_version(
     ``staged_version`` the caller holds (a distributed ingest, whose workers wrote into it first), else one of
     its own; ``in_collection``: chunk ids the workers already wrote to the version's collection (it exists);
     ``vector_files``: ``{"hnsw": params or None}`` when ``write_vector_files`` already wrote the staged folder's
-    vectors and graph (an ingest maps the graph's shards through its executor first), else written here."""
+    vectors and graph (an ingest maps the graph's shards through its executor first), else written here;
+    ``offsets``: the chunk rows' offsets when the staged folder's two tables are written already (an ingest writes
+    them as its partitions come back: ``tables.write_tables``), else they are written here."""
     if staged is not None:
         version, folder = staged
         _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
                corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection,
-               vector_files=vector_files)
+               vector_files=vector_files, offsets=offsets)
         publish.complete(layout, version, folder)
         return version
     with staged_version(cfg, layout) as (version, folder):
         _write(cfg, layout, version, folder, docs, chunks, vectors, model_id=model_id, dim=dim,
                corpus_kind=corpus_kind, corpus_file=corpus_file, mark=mark, in_collection=in_collection,
-               vector_files=vector_files)
+               vector_files=vector_files, offsets=offsets)
         publish.complete(layout, version, folder)
     return version
 
@@ -103,7 +107,7 @@ def discard(cfg: RagrigConfig, layout: Layout, version: str, staged: Path) -> No
         pass
 
 
-def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: list[Chunk], vectors: VectorRows,
+def _write_collection(cfg: RagrigConfig, layout: Layout, version: str, chunks: Sequence[Chunk], vectors: VectorRows,
                       dim: int, in_collection: set[str] | None) -> None:
     client = chroma.chroma_client(cfg.index.chroma, layout.chroma_dir)
     name = collection_name(layout.key, version)
@@ -141,15 +145,16 @@ def write_vector_files(cfg: RagrigConfig, staged: Path, vectors: VectorRows | np
     return hnsw.params(vs.hnsw, n)
 
 
-def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: list[Document], chunks: list[Chunk],
-           vectors: VectorRows, *, model_id: str, dim: int, corpus_kind: str, corpus_file: dict[str, Any] | None,
-           mark: Callable[[str], None], in_collection: set[str] | None = None,
-           vector_files: dict[str, Any] | None = None) -> None:
-    offsets = write_tables(staged, docs, chunks)
+def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: Collection[Document],
+           chunks: Sequence[Chunk], vectors: VectorRows, *, model_id: str, dim: int, corpus_kind: str,
+           corpus_file: dict[str, Any] | None, mark: Callable[[str], None], in_collection: set[str] | None = None,
+           vector_files: dict[str, Any] | None = None, offsets: np.ndarray | None = None) -> None:
+    if offsets is None:
+        offsets = write_tables(staged, docs, chunks)
     mark("index:tables")
-    Bm25Index.build([c.search_text for c in chunks], cfg.index.bm25).save(staged / BM25_DIR)
+    Bm25Index.build(Column(chunks, "search_text"), cfg.index.bm25).save(staged / BM25_DIR)
     titles = [h.title for d in docs for h in parse_headers(d.markdown)]
-    library = build_library(titles, [c.text for c in chunks])
+    library = build_library(titles, (c.text for c in chunks))
     write_keywords(staged, library)
     mark("index:bm25")
     write_reader(staged, chunks, library, offsets)

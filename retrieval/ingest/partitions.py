@@ -22,6 +22,7 @@ import asyncio
 import concurrent.futures
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from ragrig.configs.errors import RagrigError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
-from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
+from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.executor import Executor
 from ragrig.retrieval.index import chroma
@@ -48,6 +49,7 @@ from ragrig.retrieval.ingest.shards import (
     read_partition_tables,
 )
 from ragrig.retrieval.ingest.stats import IngestStats
+from ragrig.retrieval.ingest.tables import TableSpill
 
 def lost_cluster(exc: BaseException) -> bool:
     """Whether waiting on a partition raised because the scheduler cannot be reached or went away: a client
@@ -72,8 +74,7 @@ def partition_failed(cfg: RagrigConfig, exc: BaseException) -> RagrigError:
 
 @dataclass
 class Partitioned:
-    docs: list[Document]  # extracted, in plan order
-    chunks: list[Chunk]  # theirs, in document order
+    spill: TableSpill  # the extracted documents (plan order) and their chunks (document order), in the staging folder
     in_collection: set[str] | None  # chunk ids the workers wrote to the version's collection (None: none did)
     embedded: int  # distinct texts the workers embedded (every attempt's, once each)
 
@@ -81,10 +82,11 @@ class Partitioned:
 def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], staged: tuple[str, Path],
                    executor: Executor, *, embedder: Embedder, stats: IngestStats, cache: EmbeddingCache,
                    hook: Mark | None = None, progress: bool = False) -> Partitioned:
-    """Extract and chunk ``sources`` in partitions of ``flow.extract_batch`` (``executor.map``), and merge them.
-    A distributed executor's partitions embed too, each worker writing shards into the staging folder of
-    ``staged`` (with ``index.chroma.mode: http``, and its vectors into the version's collection, which is
-    created here first); ``hook``: called in the workers (the fault tests)."""
+    """Extract and chunk ``sources`` in partitions of ``flow.extract_batch`` (``executor.map``), and merge each into
+    the staging folder's spill as it comes back (``PartitionMerge``). A distributed executor's partitions embed
+    too, each worker writing shards into the staging folder of ``staged`` (with ``index.chroma.mode: http``, and
+    its vectors into the version's collection, which is created here first); ``hook``: called in the workers (the
+    fault tests)."""
     version, folder = staged
     collection = None
     if executor.distributed:
@@ -105,18 +107,20 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
         results = executor.map("partition", chunk_partition,
                                [(cfg, n, b, embedder, params) for n, b in enumerate(parts)])
     prefix = "workers:" if executor.distributed else ""  # seconds summed over processes that ran side by side
+    merge = PartitionMerge(folder, stats, cache, embedder.id, TableSpill(folder),
+                           remember=(lambda docs: remember_extractions(cfg, docs)) if executor.distributed else None,
+                           collected=set() if collection is not None else None)
     bar = None
     if progress and sources:
         from tqdm import tqdm
 
         bar = tqdm(total=len(sources), desc="extract+chunk+embed" if executor.distributed else "extract+chunk",
                    unit="doc")
-    summaries = []
     try:
         for n, summary in zip(sizes, results):
-            summaries.append(summary)
             for stage, seconds in summary.seconds.items():
                 stats.add_seconds(f"{prefix}{stage}", seconds)
+            merge.add(summary)
             if bar is not None:
                 bar.update(n)
     except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
@@ -126,10 +130,8 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
     finally:
         if bar is not None:
             bar.close()
-    docs, chunks, embedded = merge_partitions(summaries, folder, stats, cache, embedder.id)
-    if executor.distributed:
-        remember_extractions(cfg, docs)  # a chunk_partition stored its own, in this process
-    return Partitioned(docs, chunks, {c.chunk_id for c in chunks} if collection is not None else None, len(embedded))
+    embedded = merge.finish()
+    return Partitioned(merge.spill, merge.collected, len(embedded))
 
 
 def batches(sources: list[SourceDoc], size: int) -> list[list[SourceDoc]]:
@@ -148,44 +150,66 @@ def partition_jobs(sources: list[SourceDoc], staged: Path, *, size: int, model_i
             for n, part in enumerate(batches(sources, size))]
 
 
-def merge_partitions(summaries: list[PartitionSummary], staged: Path, stats: IngestStats, cache: EmbeddingCache,
-                     model_id: str) -> tuple[list[Document], list[Chunk], set[str]]:
-    """The extracted documents and their chunks, partition after partition (the plan's order), with failures and
-    warnings recorded in ``stats`` (every extraction failure and warning, then every chunking one, as one pass
-    over the documents records them); a partition's tables come in memory or from its shard files. What the
-    workers embedded goes into ``cache``, and the distinct texts (sha256) it holds are returned: a text two
-    partitions embedded, or an attempt killed before its retry, counts once, as a local ingest counts it. Each
-    shard file is checked against the sha256 its worker reported before it is read. Removes the shards
-    afterwards: they are no part of a version."""
-    shards = staged / SHARDS
-    docs: list[Document] = []
-    chunks: list[Chunk] = []
-    embedded: set[str] = set()
-    unchunked: list[FailedDoc] = []
-    warnings: list[str] = []
-    for s in sorted(summaries, key=lambda s: s.index):
+class PartitionMerge:
+    """The partitions' results, taken in partition order (the plan's; one that comes early waits for its turn):
+    each one's documents and chunks appended to ``spill`` and dropped, its failures and warnings recorded in
+    ``stats`` (every extraction failure and warning, then at ``finish`` every chunking one, as one pass over the
+    documents records them); a partition's tables come in memory or from its shard files, each checked against
+    the sha256 its worker reported before it is read. What the workers embedded goes into ``cache``; ``finish``
+    returns the distinct texts (sha256) it holds: a text two partitions embedded, or an attempt killed before its
+    retry, counts once, as a local ingest counts it, and removes the shards (no part of a version).
+    ``remember``: called with each partition's documents (a distributed ingest's extraction cache);
+    ``collected``: a set to add the chunk ids to (those the workers wrote to the version's collection)."""
+
+    def __init__(self, staged: Path, stats: IngestStats, cache: EmbeddingCache, model_id: str, spill: TableSpill, *,
+                 remember: Callable[[list[Document]], None] | None = None, collected: set[str] | None = None) -> None:
+        self.shards, self.stats, self.cache, self.model_id, self.spill = staged / SHARDS, stats, cache, model_id, spill
+        self.remember, self.collected = remember, collected
+        self.embedded: set[str] = set()
+        self.unchunked: list[FailedDoc] = []
+        self.warnings: list[str] = []
+        self.waiting: dict[int, PartitionSummary] = {}
+        self.next = 0
+
+    def add(self, summary: PartitionSummary) -> None:
+        self.waiting[summary.index] = summary
+        while self.next in self.waiting:
+            self._merge(self.waiting.pop(self.next))
+            self.next += 1
+
+    def _merge(self, s: PartitionSummary) -> None:
         if s.tables is not None:
             part_docs, part_chunks = s.tables
+            s.tables = None  # the spill holds them now
         else:
-            check_files(shards, s.files, s.host)
-            part_docs, part_chunks = read_partition_tables(part_dir(shards, s.index))
+            check_files(self.shards, s.files, s.host)
+            part_docs, part_chunks = read_partition_tables(part_dir(self.shards, s.index))
         if (len(part_docs), len(part_chunks)) != (s.docs, s.chunks):
-            raise RagrigError(f"{part_dir(shards, s.index)}: holds {len(part_docs)} documents and {len(part_chunks)}"
-                              f" chunks, its worker reported {s.docs} and {s.chunks}; nothing was published")
-        stats.record_extracted(part_docs, [f for f in s.failed if f.stage != "chunk"])
-        unchunked += [f for f in s.failed if f.stage == "chunk"]
-        warnings += s.warnings
-        stats.chunks_over_window += s.over_window
-        docs.extend(part_docs)
-        chunks.extend(part_chunks)
+            raise RagrigError(f"{part_dir(self.shards, s.index)}: holds {len(part_docs)} documents and "
+                              f"{len(part_chunks)} chunks, its worker reported {s.docs} and {s.chunks}; nothing was "
+                              "published")
+        self.stats.record_extracted(part_docs, [f for f in s.failed if f.stage != "chunk"])
+        self.unchunked += [f for f in s.failed if f.stage == "chunk"]
+        self.warnings += s.warnings
+        self.stats.chunks_over_window += s.over_window
+        self.spill.add(part_docs, part_chunks)
+        if self.remember is not None:
+            self.remember(part_docs)
+        if self.collected is not None:
+            self.collected.update(c.chunk_id for c in part_chunks)
         for rel in sorted(r for r in s.files if Path(r).name.startswith(EMBEDDED)):
-            file_model, shas, vecs = read_embedded(shards / rel)
-            if file_model == model_id:
-                cache.put_many(model_id, list(zip(shas, vecs)))
-                embedded.update(shas)
-    for f in unchunked:  # after every extraction failure and warning, as a local ingest records them
-        stats.fail(f.doc_id, f.stage, f.reason)
-    stats.warnings.extend(warnings)
-    if shards.exists():  # a distributed ingest's
-        shutil.rmtree(shards)
-    return docs, chunks, embedded
+            file_model, shas, vecs = read_embedded(self.shards / rel)
+            if file_model == self.model_id:
+                self.cache.put_many(self.model_id, list(zip(shas, vecs)))
+                self.embedded.update(shas)
+
+    def finish(self) -> set[str]:
+        if self.waiting:
+            raise RagrigError(f"partition {self.next} never came back (later ones did: {sorted(self.waiting)}); "
+                              "nothing was published")
+        for f in self.unchunked:  # after every extraction failure and warning, as a local ingest records them
+            self.stats.fail(f.doc_id, f.stage, f.reason)
+        self.stats.warnings.extend(self.warnings)
+        if self.shards.exists():  # a distributed ingest's
+            shutil.rmtree(self.shards)
+        return self.embedded

@@ -13,7 +13,7 @@ build (``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,6 @@ from ragrig.retrieval.ingest.partition import Mark
 from ragrig.retrieval.ingest.partitions import run_partitions
 from ragrig.retrieval.ingest.plan import (
     Plan,
-    assemble,
     comparable_version,
     corpus_file_record,
     plan_changes,
@@ -46,6 +45,7 @@ from ragrig.retrieval.ingest.plan import (
 )
 from ragrig.retrieval.ingest.restore import restore_if_damaged
 from ragrig.retrieval.ingest.stats import IngestStats
+from ragrig.retrieval.ingest.tables import StagedChunks, StagedTables, columns, write_tables
 from ragrig.retrieval.ingest.vector_rows import CachedRows, VectorRows
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
@@ -132,25 +132,31 @@ class IngestPipeline:
             return plan
 
     def partition(self, plan: Plan, staged: tuple[str, Path], executor: Executor,
-                  ) -> tuple[list[Document], list[Chunk], set[str] | None]:
+                  ) -> tuple[StagedTables | None, set[str] | None]:
         """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``; on Dask
-        workers embedded too): the documents, their chunks, and the chunk ids the workers wrote to the version's
-        collection (None: the build writes the collection). The sources' texts are dropped after."""
+        workers embedded too), then the version's two tables written (``tables.write_tables``): what every later
+        stage reads, and the chunk ids the workers wrote to the version's collection (None: the build writes the
+        collection). None for the tables: every document to extract failed and nothing was removed (the published
+        version stands). The sources' texts are dropped after."""
         with self.timed("partitions"):
             done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
                                   stats=self.stats, cache=self.embed_cache(), hook=self._worker_hook,
                                   progress=self.progress)
             self._worker_embedded = done.embedded
             plan.drop_texts()
-            return done.docs, done.chunks, done.in_collection
+            if plan.only_failures(len(done.spill)):
+                return None, None
+            return write_tables(staged[1], plan, done.spill, self.stats.failed_ids(after_discover=True)), \
+                done.in_collection
 
-    def embed(self, chunks: list[Chunk]) -> CachedRows:
+    def embed(self, chunks: Sequence[Chunk]) -> CachedRows:
         """Every vector into the embedding cache; the build steps read the rows from it (``vector_rows.py``)."""
         with self.timed("embed"):
-            shas, e = [c.sha256 for c in chunks], self.embedder
-            new = ensure_cached(e, self.embed_cache(), [c.search_text for c in chunks], shas,
-                                tokens=[c.tokens for c in chunks], progress=self.progress,
+            e = self.embedder
+            texts, shas, tokens = columns(chunks, "search_text", "sha256", "tokens")
+            new = ensure_cached(e, self.embed_cache(), texts, shas, tokens=tokens, progress=self.progress,
                                 warn=self.stats.warnings.append)
+            del texts, tokens
             # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
             self.stats.chunks_embedded = new + self._worker_embedded
             self.stats.chunks_cached = len(set(shas)) - self.stats.chunks_embedded
@@ -174,8 +180,9 @@ class IngestPipeline:
         with self.timed("vectors"):
             return {"hnsw": write_vector_files(self.cfg, staged[1], vectors, vectors.dim, executor)}
 
-    def build(self, docs: list[Document], chunks: list[Chunk], vectors: VectorRows, staged: tuple[str, Path] | None
-              = None, in_collection: set[str] | None = None, vector_files: dict[str, Any] | None = None) -> str:
+    def build(self, docs: Collection[Document], chunks: Sequence[Chunk], vectors: VectorRows,
+              staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None,
+              vector_files: dict[str, Any] | None = None) -> str:
         """Write a complete new version directory and Chroma collection; return its name (not yet published).
         ``staged``: the staging folder this run holds (None: one of its own); ``in_collection``: the chunk ids a
         distributed ingest's workers wrote to the version's collection; ``vector_files``: ``vector_files``'s."""
@@ -185,7 +192,8 @@ class IngestPipeline:
             return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id,
                                  dim=vectors.dim, corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
                                  mark=self.clock.mark, staged=staged, in_collection=in_collection,
-                                 vector_files=vector_files)
+                                 vector_files=vector_files,
+                                 offsets=chunks.offsets if isinstance(chunks, StagedChunks) else None)
 
     def publish(self, version: str) -> None:
         with self.timed("publish"):
@@ -233,11 +241,11 @@ class IngestPipeline:
                 if plan.changed_nothing:
                     return self._keep_previous(plan.previous)
                 with staged_version(self.cfg, self.layout) as staged:
-                    extracted, new_chunks, in_collection = self.partition(plan, staged, executor)
-                    if plan.only_failures(extracted):
+                    tables, in_collection = self.partition(plan, staged, executor)
+                    if tables is None:
                         discard(self.cfg, self.layout, *staged)
                         return self._keep_previous(plan.previous)
-                    docs, chunks = assemble(plan, extracted, new_chunks, self.stats.failed_ids(after_discover=True))
+                    docs, chunks = tables.docs, tables.chunks
                     vectors = call("embed", self.embed, chunks)
                     call("embed-views", self.embed_views, chunks)
                     self.stats.chunks = len(chunks)

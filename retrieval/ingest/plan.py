@@ -50,8 +50,9 @@ class Plan:
         for docs in (self.sources, self.to_extract):
             docs[:] = [bare.get(id(s), s) for s in docs]
 
-    def only_failures(self, extracted: list[Document]) -> bool:
-        """Every document to (re-)extract failed and none was removed: the published version still holds."""
+    def only_failures(self, extracted: int) -> bool:
+        """Every document to (re-)extract failed (``extracted``: how many were) and none was removed: the published
+        version still holds."""
         return self.previous is not None and not extracted and not self.removed
 
 
@@ -88,25 +89,6 @@ def plan_changes(
             by_doc[c.doc_id].append(c)
         plan.reused_chunks = dict(by_doc)
     return plan
-
-
-def assemble(plan: Plan, extracted: list[Document], new_chunks: list[Chunk],
-             failed: set[str]) -> tuple[list[Document], list[Chunk]]:
-    """All documents and chunks of the new version, in doc id order. ``failed``: documents that failed
-    extraction or chunking; those the published version holds keep their last good version."""
-    kept = [plan.previous_docs[i] for i in sorted(failed) if i in plan.previous_docs]
-    docs_by_id = {d.doc_id: d for d in [*plan.reused, *kept]}
-    docs_by_id.update({d.doc_id: d for d in extracted if d.doc_id not in failed})
-    chunks_by_doc: dict[str, list[Chunk]] = defaultdict(list)
-    for d in [*plan.reused, *kept]:
-        chunks_by_doc[d.doc_id] = list(plan.reused_chunks.get(d.doc_id, []))
-    for c in new_chunks:
-        if c.doc_id not in failed:
-            chunks_by_doc[c.doc_id].append(c)
-    order = sorted(docs_by_id)
-    docs = [docs_by_id[i] for i in order]
-    chunks = [c for i in order for c in chunks_by_doc.get(i, [])]
-    return docs, chunks
 
 
 def corpus_file_record(cfg: RagrigConfig) -> dict[str, Any]:

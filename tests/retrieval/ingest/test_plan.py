@@ -7,7 +7,8 @@ from ragrig.retrieval.documents import Chunk, Document, SourceDoc
 from ragrig.retrieval.index.format import new_manifest, write_manifest, write_tables
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
-from ragrig.retrieval.ingest.plan import assemble, plan_changes, unchanged_corpus_file
+from ragrig.retrieval.ingest import tables
+from ragrig.retrieval.ingest.plan import plan_changes, unchanged_corpus_file
 
 
 def src(doc_id: str, sha: str) -> SourceDoc:
@@ -60,29 +61,40 @@ def test_nothing_changed_loads_no_chunks(previous):
     plan = plan_changes(sources, previous, failed=set(), extractor_key=lambda s: "ex0" if s.doc_id == "f" else "ex1")
     assert plan.changed_nothing and plan.to_extract == [] and plan.removed == []
     assert plan.reused_chunks == {}  # only read when something changed
-    assert plan.only_failures([])
+    assert plan.only_failures(0)
 
 
 def test_without_a_previous_version_everything_is_new():
     plan = plan_changes([src("a", "sa"), src("b", "sb")], None, failed={"a"}, extractor_key=lambda s: "ex1")
     assert [s.doc_id for s in plan.to_extract] == ["a", "b"] and (plan.new, plan.changed) == (2, 0)
     assert (plan.reused, plan.removed, plan.previous, plan.reused_chunks) == ([], [], None, {})
-    assert not plan.changed_nothing and not plan.only_failures([])  # --force or a first run: always builds
+    assert not plan.changed_nothing and not plan.only_failures(0)  # --force or a first run: always builds
 
 
-def test_assemble_orders_by_doc_id_and_keeps_last_good_versions(previous):
+@pytest.mark.parametrize("block", [1 << 20, 7])  # rows copied in one read, or one read per row (a 7-byte cap)
+def test_the_tables_order_by_doc_id_and_keep_last_good_versions(previous, tmp_path, monkeypatch, block):
+    monkeypatch.setattr(tables, "BLOCK", block)
     sources = [src("a", "sa"), src("b", "sb2"), src("c", "sc"), src("g", "sg"), src("f", "sf")]
     plan = plan_changes(sources, previous, failed={"e"}, extractor_key=lambda s: "ex1")  # d removed, e unreadable
-    # b extracted but failed to chunk; g failed extraction (not published before); c and f went fine
-    extracted = [doc("b", "sb2"), doc("c", "sc"), doc("f", "sf")]
-    new_chunks = chunks_of("c", 1, "new") + chunks_of("f", 3, "new")
-    docs, chunks = assemble(plan, extracted, new_chunks, failed={"b", "g"})
+    # b extracted but failed to chunk; g failed extraction (not published before); c and f went fine; the
+    # partitions come in plan order, which is not doc-id order
+    spill = tables.TableSpill(tmp_path)
+    spill.add([doc("f", "sf")], chunks_of("f", 3, "new"))
+    spill.add([doc("b", "sb2"), doc("c", "sc")], chunks_of("c", 1, "new"))
+    out = tables.write_tables(tmp_path, plan, spill, failed={"b", "g"})
+    docs, chunks = list(out.docs), list(out.chunks)
     assert [(d.doc_id, d.sha256) for d in docs] == [("a", "sa"), ("b", "sb"), ("c", "sc"), ("e", "se"), ("f", "sf")]
     assert [(c.chunk_id, c.text) for c in chunks] == [
         ("a#0", "old 0"), ("a#1", "old 1"), ("b#0", "old 0"), ("b#1", "old 1"), ("c#0", "new 0"),
         ("e#0", "old 0"), ("e#1", "old 1"), ("f#0", "new 0"), ("f#1", "new 1"), ("f#2", "new 2"),
     ]
     assert docs[4].extractor == "ex1"  # f: the re-extracted document, not the published one
+    assert len(out.docs) == 5 and not (tmp_path / tables.SPILL).exists()
+    # the same bytes and row offsets as the tables written in one pass from the rows in memory
+    (tmp_path / "one").mkdir()
+    assert write_tables(tmp_path / "one", docs, chunks).tolist() == out.chunks.offsets.tolist()
+    for name in ("documents.jsonl", "chunks.jsonl"):
+        assert (tmp_path / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
 
 
 def test_an_unchanged_corpus_file_repeats_only_its_discover_failures():

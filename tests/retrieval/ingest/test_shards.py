@@ -20,7 +20,8 @@ from ragrig.retrieval.documents import Chunk, Document, FailedDoc, SourceDoc
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest import partition
-from ragrig.retrieval.ingest.partitions import merge_partitions, partition_jobs
+from ragrig.retrieval.ingest.partitions import PartitionMerge, partition_jobs
+from ragrig.retrieval.ingest.plan import Plan
 from ragrig.retrieval.ingest.shards import (
     SHARDS,
     ShardCache,
@@ -32,6 +33,7 @@ from ragrig.retrieval.ingest.shards import (
     write_partition_tables,
 )
 from ragrig.retrieval.ingest.stats import IngestStats
+from ragrig.retrieval.ingest.tables import TableSpill, write_tables
 
 
 class WordEmbedder(Embedder):
@@ -154,9 +156,16 @@ def test_the_driver_merges_in_partition_order_and_is_the_one_cache_writer(tmp_pa
     first = _part(shards, 0, ["a", "b"], ["s1", "s2"], failed=[FailedDoc("d", "chunk", "y")])
     stats = IngestStats()
     cache = EmbeddingCache(tmp_path / "e.sqlite")
-    docs, chunks, embedded = merge_partitions([later, first], staged, stats, cache, "m")
-    assert [d.doc_id for d in docs] == ["a", "b", "c"]
-    assert [c.chunk_id for c in chunks] == ["a#0", "b#0", "c#0"]
+    merge = PartitionMerge(staged, stats, cache, "m", TableSpill(staged), collected=set())
+    merge.add(later)  # it waits for its turn
+    assert merge.spill.doc_ids == [] and merge.collected == set()
+    merge.add(first)
+    embedded = merge.finish()
+    assert merge.spill.doc_ids == ["a", "b", "c"] and merge.collected == {"a#0", "b#0", "c#0"}
+    plan = Plan([], [], [], {}, [], None)
+    tables = write_tables(staged, plan, merge.spill, stats.failed_ids(after_discover=True))
+    assert [d.doc_id for d in tables.docs] == ["a", "b"]  # c failed chunking
+    assert [c.chunk_id for c in tables.chunks] == ["a#0", "b#0"]
     assert [(f["doc_id"], f["stage"]) for f in stats.failures] == [("e", "extract"), ("d", "chunk"), ("c", "chunk")]
     assert stats.warnings == ["w0", "w1"]
     got = cache.get_many("m", ["s1", "s2", "s3", "zz"])
@@ -164,6 +173,15 @@ def test_the_driver_merges_in_partition_order_and_is_the_one_cache_writer(tmp_pa
     assert cache.count() == 3  # the other model's file is not taken
     assert embedded == {"s1", "s2", "s3"}  # what the workers embedded with this model, each text once
     assert not shards.exists()  # no part of the version
+
+
+def test_a_partition_that_never_came_back_is_one_line(tmp_path):
+    staged = tmp_path / "staged"
+    later = _part(staged / SHARDS, 1, ["c"], ["s3"])
+    merge = PartitionMerge(staged, IngestStats(), EmbeddingCache(tmp_path / "e.sqlite"), "m", TableSpill(staged))
+    merge.add(later)
+    with pytest.raises(RagrigError, match=r"partition 0 never came back \(later ones did: \[1\]\)"):
+        merge.finish()
 
 
 def test_a_shard_missing_or_changed_on_the_drivers_side_is_one_line(tmp_path):
