@@ -25,9 +25,15 @@ from ragrig.retrieval.multihop.terms import TermIndex
 ROW_CACHE = 8192  # parsed rows kept (a query reads its candidates' rows more than once)
 
 
-def dedup_key(chunk: Chunk) -> tuple[Hashable, ...]:
-    """Two hits are duplicates when their text is identical, or they are pieces of the same section."""
-    text_key = ("text", hashlib.sha1(" ".join(chunk.text.split()).casefold().encode()).hexdigest())
+def text_digest(text: str) -> str:
+    """What makes two chunk texts the same hit: their words, case folded."""
+    return hashlib.sha1(" ".join(text.split()).casefold().encode()).hexdigest()
+
+
+def dedup_key(chunk: Chunk, digest: str | None = None) -> tuple[Hashable, ...]:
+    """Two hits are duplicates when their text is identical, or they are pieces of the same section.
+    ``digest``: the text's ``text_digest``, when the chunk at hand no longer holds its text."""
+    text_key = ("text", text_digest(chunk.text) if digest is None else digest)
     if chunk.part:
         return (text_key, ("section", chunk.doc_id, tuple(chunk.header_path), chunk.level))
     return (text_key,)
@@ -47,7 +53,8 @@ class Derived:
     terms: dict[str, list[str]]
 
 
-def derive(chunks: Sequence[Chunk], library: dict[str, Any]) -> Derived:
+def derive(chunks: Sequence[Chunk], library: dict[str, Any], digests: Sequence[str] | None = None) -> Derived:
+    """``digests``: each row's ``text_digest`` (rows without their texts: ``ingest/tables.slim``)."""
     ids = [c.chunk_id for c in chunks]
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     text: dict[Hashable, int] = {}
@@ -55,7 +62,7 @@ def derive(chunks: Sequence[Chunk], library: dict[str, Any]) -> Derived:
     docs: dict[str, int] = {}
     codes = np.empty((len(chunks), 3), dtype=np.int64)
     for row, c in enumerate(chunks):
-        key = dedup_key(c)
+        key = dedup_key(c, None if digests is None else digests[row])
         codes[row] = (text.setdefault(key[0], len(text)),
                       section.setdefault(key[1], len(section)) if len(key) > 1 else -1,
                       docs.setdefault(c.doc_id, len(docs)))

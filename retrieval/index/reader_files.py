@@ -36,9 +36,11 @@ READER_DIR = "reader"
 READER_FORMAT = 3  # 1 and 2 (never released): the header index in headers.json
 
 
-def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, Any], offsets: np.ndarray) -> None:
-    """``reader/`` for the rows just written to ``chunks.jsonl`` (``offsets``: ``format.write_tables``'s)."""
-    d = derive(chunks, library)
+def write_reader(version_dir: Path, chunks: Sequence[Chunk], library: dict[str, Any], offsets: np.ndarray,
+                 digests: Sequence[str] | None = None) -> None:
+    """``reader/`` for the rows just written to ``chunks.jsonl`` (``offsets``: ``format.write_tables``'s;
+    ``digests``: see ``chunk_table.derive``)."""
+    d = derive(chunks, library, digests)
     out = version_dir / READER_DIR
     out.mkdir(exist_ok=True)
     np.save(out / "rows.npy", np.asarray(offsets, dtype=np.int64))

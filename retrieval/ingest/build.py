@@ -37,7 +37,7 @@ from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.reader_files import write_reader
 from ragrig.retrieval.index.vectors import search_kind, unit_rows, write_vector_blocks
 from ragrig.retrieval.ingest.keyword_mining import build_library
-from ragrig.retrieval.ingest.tables import Column
+from ragrig.retrieval.ingest.tables import Column, slim
 from ragrig.retrieval.ingest.vector_rows import VectorRows, as_rows, take
 from ragrig.retrieval.markdown import parse_headers
 
@@ -157,7 +157,8 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     library = build_library(titles, (c.text for c in chunks))
     write_keywords(staged, library)
     mark("index:bm25")
-    write_reader(staged, chunks, library, offsets)
+    rows, digests = slim(chunks)  # the rows read once more, without their texts, for reader/ and the manifest
+    write_reader(staged, rows, library, offsets, digests)
     mark("index:reader")
     graph = write_vector_files(cfg, staged, vectors, dim) if vector_files is None else vector_files.get("hnsw")
     mark("index:vectors")
@@ -166,6 +167,6 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     mark("index:chroma")
     write_config(staged, cfg)
     manifest = new_manifest(cfg, version=version, index_key=layout.key, corpus_kind=corpus_kind, model_id=model_id,
-                            dim=dim, docs=docs, chunks=chunks, corpus_file=corpus_file, files=file_hashes(staged),
+                            dim=dim, docs=docs, chunks=rows, corpus_file=corpus_file, files=file_hashes(staged),
                             hnsw=graph)
     write_manifest(staged, manifest)

@@ -25,7 +25,7 @@ from typing import overload
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index.chunk_table import LazyRows
+from ragrig.retrieval.index.chunk_table import LazyRows, text_digest
 from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, iter_jsonl
 from ragrig.retrieval.ingest.plan import Plan
 
@@ -158,6 +158,17 @@ def columns(chunks: Sequence[Chunk], *names: str) -> tuple[list, ...]:
         for column, name in zip(out, names):
             column.append(getattr(c, name))
     return out
+
+
+def slim(chunks: Sequence[Chunk]) -> tuple[list[Chunk], list[str]]:
+    """Every row without its texts and metadata, and each text's ``chunk_table.text_digest``, in one pass: what the
+    reader's structures and the manifest need of a version's rows (~0.6 kB a chunk instead of the rows' ~3)."""
+    rows, digests = [], []
+    for c in chunks:
+        rows.append(Chunk(c.chunk_id, c.doc_id, c.header_path, c.level, c.start, c.end, "", "", c.sha256, c.tokens,
+                          c.part))
+        digests.append(text_digest(c.text))
+    return rows, digests
 
 
 def write_tables(folder: Path, plan: Plan, spill: TableSpill, failed: set[str]) -> StagedTables:

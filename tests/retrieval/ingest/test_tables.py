@@ -7,6 +7,7 @@ import math
 import pytest
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index.chunk_table import derive
 from ragrig.retrieval.index.format import write_tables as write_in_one_pass
 from ragrig.retrieval.ingest import tables
 from ragrig.retrieval.ingest.plan import Plan
@@ -88,3 +89,16 @@ def test_a_row_orjson_refuses_is_read_as_json_reads_it(tmp_path):
     rows = tables.write_tables(tmp_path, Plan([], [], [], {}, [], None), spill, failed=set()).chunks
     got = rows[0].metadata
     assert math.isnan(got["score"]) and got["big"] == 2**70 and list(rows)[0].metadata["big"] == 2**70
+
+
+def test_slim_rows_derive_what_the_full_rows_derive(tmp_path):
+    full = [chunk("d1", 0, "Same  words"), chunk("d1", 1, "same words"), chunk("d2", 0, "other")]
+    full[1].part = 2
+    rows, digests = tables.slim(full)
+    assert all(r.text == r.search_text == "" and r.metadata == {} for r in rows)
+    assert [r.chunk_id for r in rows] == [c.chunk_id for c in full] and rows[1].header_path == ["d1", "Sé"]
+    library = {"terms": [{"term": "sé", "kind": "name", "text_count": 1}]}
+    want, got = derive(full, library), derive(rows, library, digests)
+    assert got.codes.tolist() == want.codes.tolist() == [[0, -1, 0], [0, 0, 0], [1, -1, 1]]
+    assert (got.order.tolist(), got.docs, got.terms, got.headers.state()[0]) == (
+        want.order.tolist(), want.docs, want.terms, want.headers.state()[0])
