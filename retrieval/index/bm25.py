@@ -17,14 +17,13 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import Bm25Config
+from ragrig.retrieval.index.bm25_blocks import build_in_blocks
 from ragrig.retrieval.index.bm25_read import SavedBm25
 from ragrig.retrieval.index.bm25_shards import (
     SHARDS_FILE,
     TermStats,
     TokenIds,
-    bm25s_module,
     build_shard,
-    counting_csc,
     read_contents,
     shard_bounds,
     shard_count,
@@ -66,10 +65,7 @@ class Bm25Index:
             out.stats = stats
             return out
         corpus = TokenIds(tok(t) or [""] for t in texts)  # numbered as the shards number theirs: the same files
-        r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
-        r._np_csc = counting_csc  # the same arrays, without bm25s' sort
-        r.index(corpus, show_progress=False)
-        return cls([(0, r)], cfg, len(texts))
+        return cls([(0, build_in_blocks(corpus, cfg))], cfg, len(texts))  # bm25s' index, a block at a time
 
     def save(self, path: Path) -> None:
         if not self.parts:

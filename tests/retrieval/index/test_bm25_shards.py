@@ -11,14 +11,12 @@ import pytest
 import yaml
 from ragrig.configs.models import Bm25Config, RagrigConfig
 from ragrig.eval.testset import load_testset
-from ragrig.retrieval.documents import Document
 from ragrig.retrieval.index.bm25 import Bm25Index
 from ragrig.retrieval.index.bm25_shards import SHARDS_FILE, TermStats, shard_bounds, shard_count
 from ragrig.retrieval.index.format import read_chunks, read_documents, read_manifest
 from ragrig.retrieval.index.health import check_version
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.ingest.build import build_version
-from ragrig.retrieval.ingest.chunking import ChunkingParams, chunk_document, whitespace_counter
 
 ROOT = Path(__file__).resolve().parents[3]
 PLAIN = Bm25Config(stemmer="none", stopwords="none")  # lucene, k1 1.2, b 0.75
@@ -80,16 +78,6 @@ def test_the_layout_settings_do_not_change_the_index_key():
     other = cfg.model_copy(update={"index": cfg.index.model_copy(update={
         "bm25": Bm25Config(shards=4, shard_max_chunks=10)})})
     assert other.index_key() == cfg.index_key()
-
-
-@pytest.fixture(scope="module")
-def sample_texts() -> list[str]:
-    """The search texts of the sample corpus's Markdown files, chunked as ingest does (a word-count window)."""
-    texts = []
-    for path in sorted((ROOT / "datasets" / "sample").rglob("*.md")):
-        doc = Document(path.relative_to(ROOT).as_posix(), "", "md", path.read_text(encoding="utf-8"))
-        texts += [c.search_text for c in chunk_document(doc, ChunkingParams(), whitespace_counter)]
-    return texts
 
 
 @pytest.mark.parametrize("method", ["lucene", "robertson", "bm25+"])
