@@ -56,7 +56,8 @@ def ensure_cached(
     kept: the cache is read a block of ``vector_rows.BLOCK`` at a time to see which are there.
 
     Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
-    texts' model token counts, when the caller has them; counted here otherwise). New vectors are written
+    texts' model token counts, when the caller has them; counted here otherwise). Only the texts to embed are
+    read from ``texts``, a batch at a time (an ingest's are rows read from disk: ``tables.Column``). New vectors are written
     to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
 
     New vectors are verified as they are made, as cached ones are read (``vector_check.py``: the model's
@@ -85,13 +86,14 @@ def ensure_cached(
         if warn is not None:
             warn(note)
     missing = [i for i, sha in enumerate(shas) if sha not in present]
-    if tokens is None:
-        lengths = embedder.count_tokens([texts[i] for i in missing]) if missing else []
+    if tokens is None:  # counted a block at a time: ``texts`` may be rows read from disk (``tables.Column``)
+        lengths = [n for lo in range(0, len(missing), block)
+                   for n in embedder.count_tokens([texts[i] for i in missing[lo:lo + block]])]
     else:
         lengths = [tokens[i] for i in missing]
-    todo: dict[str, tuple[str, int]] = {}  # sha -> (text, tokens), first occurrence
+    todo: dict[str, tuple[int, int]] = {}  # sha -> (row, tokens), first occurrence; its text read when embedded
     for i, n in zip(missing, lengths):
-        todo.setdefault(shas[i], (texts[i], n))
+        todo.setdefault(shas[i], (i, n))
     items = sorted(todo.items(), key=lambda it: -it[1][1])
     bar = None
     if progress and items:
@@ -100,7 +102,7 @@ def ensure_cached(
         bar = tqdm(total=len(items), desc=desc, unit="chunk")
     for i in range(0, len(items), chunk_size):
         part = items[i : i + chunk_size]
-        vecs = embedder.encode_sorted([t for _, (t, _n) in part], prefix=embedder.cfg.document_prefix,
+        vecs = embedder.encode_sorted([texts[i] for _, (i, _n) in part], prefix=embedder.cfg.document_prefix,
                                       on_batch=bar.update if bar is not None else None)
         _verify_new(embedder, vecs)
         cache.put_many(embedder.id, [(sha, v) for (sha, _), v in zip(part, vecs)])

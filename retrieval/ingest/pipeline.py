@@ -3,17 +3,18 @@ decides only where the partitions run, here, on Prefect's threads or on Dask wor
 
 sweep leftovers -> verify the published version (``current.py``: a damaged one is rebuilt) -> discover -> plan
 (``plan.py``: diff by content sha256) -> stage the next version -> partitions of the new/changed documents
-(``partitions.py``: extracted through the extraction cache and chunked; on Dask also embedded, into shards) -> embed
-(``embed.py``: every vector into the embedding cache, none held) -> the fused views into the same cache (``views.py``)
--> ``vectors.npy`` read back from it a block at a time, and the HNSW graph's shards (mapped like the partitions) ->
-build (``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``). Nothing changed and no
+(``partitions.py``: extracted and chunked; on Dask also embedded, into shards), each spilled as it comes back ->
+the version's two tables written once (``tables.py``: later stages read the rows from them) -> embed (``embed.py``:
+every vector into the embedding cache) -> the fused views into the same cache (``views.py``) -> ``vectors.npy``
+read back from it a block at a time, and the HNSW graph's shards (mapped like the partitions) -> build
+(``build.py``) -> publish (atomic CURRENT switch) and prune (``index/publish.py``). Nothing changed and no
 ``--force``: no new version. A crash before the switch leaves the published version; the next ingest sweeps up.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import RagrigConfig
 from ragrig.retrieval.cache.embeddings import EmbeddingCache
-from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.executor import IN_PROCESS, Executor
 from ragrig.retrieval.index import publish
@@ -45,7 +46,7 @@ from ragrig.retrieval.ingest.plan import (
 )
 from ragrig.retrieval.ingest.restore import restore_if_damaged
 from ragrig.retrieval.ingest.stats import IngestStats
-from ragrig.retrieval.ingest.tables import StagedChunks, StagedTables, columns, write_tables
+from ragrig.retrieval.ingest.tables import Column, StagedTables, columns, write_tables
 from ragrig.retrieval.ingest.vector_rows import CachedRows, VectorRows
 from ragrig.retrieval.ingest.views import embed_views, record_views, view_encoders, views_recorded
 
@@ -55,9 +56,7 @@ __all__ = ["IngestPipeline", "IngestStats"]
 class IngestPipeline:
     def __init__(self, cfg: RagrigConfig, *, force: bool = False, progress: bool = False,
                  hook: Callable[[str], None] | None = None, worker_hook: Mark | None = None) -> None:
-        self.cfg = cfg
-        self.force = force
-        self.progress = progress
+        self.cfg, self.force, self.progress = cfg, force, progress
         self.layout = Layout(cfg)
         self.stats = IngestStats(index_key=self.layout.key, index_dir=str(self.layout.index_dir))
         self.embedder = Embedder(cfg.embedding, memo_file=self.layout.cache_dir / "model-digests.json")
@@ -122,8 +121,7 @@ class IngestPipeline:
             previous = self._previous(current)
             plan = plan_changes(found.docs, previous, self.stats.failed_ids(), lambda src: extractor_key(self.cfg, src))
             self.stats.docs_new, self.stats.docs_changed = plan.new, plan.changed
-            self.stats.docs_unchanged = len(plan.reused)
-            self.stats.docs_removed = len(plan.removed)
+            self.stats.docs_unchanged, self.stats.docs_removed = len(plan.reused), len(plan.removed)
             self.stats.previous_version = current
             if not found.docs and not self.stats.failures:  # an empty (or unmounted) corpus never empties an index
                 raise InputError(f"corpus.path: no documents in {self.cfg.corpus.path} (corpus.include: "
@@ -134,10 +132,9 @@ class IngestPipeline:
     def partition(self, plan: Plan, staged: tuple[str, Path], executor: Executor,
                   ) -> tuple[StagedTables | None, set[str] | None]:
         """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``; on Dask
-        workers embedded too), then the version's two tables written (``tables.write_tables``): what every later
-        stage reads, and the chunk ids the workers wrote to the version's collection (None: the build writes the
-        collection). None for the tables: every document to extract failed and nothing was removed (the published
-        version stands). The sources' texts are dropped after."""
+        workers embedded too), then the version's tables (``tables.write_tables``; None: every document to extract
+        failed and none was removed) and the chunk ids the workers wrote to its collection (None: the build writes
+        it). The sources' texts are dropped."""
         with self.timed("partitions"):
             done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
                                   stats=self.stats, cache=self.embed_cache(), hook=self._worker_hook,
@@ -152,15 +149,13 @@ class IngestPipeline:
     def embed(self, chunks: Sequence[Chunk]) -> CachedRows:
         """Every vector into the embedding cache; the build steps read the rows from it (``vector_rows.py``)."""
         with self.timed("embed"):
-            e = self.embedder
-            texts, shas, tokens = columns(chunks, "search_text", "sha256", "tokens")
-            new = ensure_cached(e, self.embed_cache(), texts, shas, tokens=tokens, progress=self.progress,
-                                warn=self.stats.warnings.append)
-            del texts, tokens
+            shas, tokens = columns(chunks, "sha256", "tokens")
+            new = ensure_cached(self.embedder, self.embed_cache(), Column(chunks, "search_text"), shas, tokens=tokens,
+                                progress=self.progress, warn=self.stats.warnings.append)
             # a distributed ingest's chunks were embedded by its workers (here: cache hits, put there by the merge)
             self.stats.chunks_embedded = new + self._worker_embedded
             self.stats.chunks_cached = len(set(shas)) - self.stats.chunks_embedded
-            return cached_rows(e, self.embed_cache(), shas)
+            return cached_rows(self.embedder, self.embed_cache(), shas)
 
     @cached_property
     def views(self) -> dict[str, Embedder]:
@@ -168,7 +163,7 @@ class IngestPipeline:
         return view_encoders(self.cfg.retrieval, self.embedder, self.cfg.embedding,
                              self.layout.cache_dir / "model-digests.json")
 
-    def embed_views(self, chunks: list[Chunk]) -> None:
+    def embed_views(self, chunks: Sequence[Chunk]) -> None:
         """The views this config fuses into the embedding cache: a reader only reads them."""
         if self.views:
             with self.timed("views"):
@@ -180,20 +175,18 @@ class IngestPipeline:
         with self.timed("vectors"):
             return {"hnsw": write_vector_files(self.cfg, staged[1], vectors, vectors.dim, executor)}
 
-    def build(self, docs: Collection[Document], chunks: Sequence[Chunk], vectors: VectorRows,
-              staged: tuple[str, Path] | None = None, in_collection: set[str] | None = None,
-              vector_files: dict[str, Any] | None = None) -> str:
-        """Write a complete new version directory and Chroma collection; return its name (not yet published).
-        ``staged``: the staging folder this run holds (None: one of its own); ``in_collection``: the chunk ids a
-        distributed ingest's workers wrote to the version's collection; ``vector_files``: ``vector_files``'s."""
+    def build(self, tables: StagedTables, vectors: VectorRows, staged: tuple[str, Path],
+              in_collection: set[str] | None, vector_files: dict[str, Any]) -> str:
+        """The rest of the staged version (its tables are written) and, where one is written, its Chroma collection;
+        returns its name (not yet published). ``in_collection``: the chunk ids a distributed ingest's workers wrote
+        to the version's collection; ``vector_files``: ``vector_files``'s."""
         with self.timed("index"):
             # BEIR: the file this version was built from, and what failed in it
             corpus_file = self._corpus_file and {**self._corpus_file, "failed": list(self.stats.failures)}
-            return build_version(self.cfg, self.layout, docs, chunks, vectors, model_id=self.embedder.id,
+            return build_version(self.cfg, self.layout, tables.docs, tables.chunks, vectors, model_id=self.embedder.id,
                                  dim=vectors.dim, corpus_kind=corpus_kind(self.cfg.corpus), corpus_file=corpus_file,
                                  mark=self.clock.mark, staged=staged, in_collection=in_collection,
-                                 vector_files=vector_files,
-                                 offsets=chunks.offsets if isinstance(chunks, StagedChunks) else None)
+                                 vector_files=vector_files, offsets=tables.chunks.offsets)
 
     def publish(self, version: str) -> None:
         with self.timed("publish"):
@@ -245,12 +238,11 @@ class IngestPipeline:
                     if tables is None:
                         discard(self.cfg, self.layout, *staged)
                         return self._keep_previous(plan.previous)
-                    docs, chunks = tables.docs, tables.chunks
-                    vectors = call("embed", self.embed, chunks)
-                    call("embed-views", self.embed_views, chunks)
-                    self.stats.chunks = len(chunks)
+                    vectors = call("embed", self.embed, tables.chunks)
+                    call("embed-views", self.embed_views, tables.chunks)
+                    self.stats.chunks = len(tables.chunks)
                     files = self.vector_files(staged, vectors, executor)
-                    version = call("build-index", self.build, docs, chunks, vectors, staged, in_collection, files)
+                    version = call("build-index", self.build, tables, vectors, staged, in_collection, files)
                 call("publish", self.publish, version)
                 return self.stats
         finally:

@@ -24,6 +24,7 @@ from ragrig.retrieval.cache.embeddings import EmbeddingCache
 from ragrig.retrieval.documents import Chunk, sha256_text
 from ragrig.retrieval.embedding import Embedder
 from ragrig.retrieval.ingest.embed import cached_rows, embed_with_cache, ensure_cached
+from ragrig.retrieval.ingest.tables import Column
 
 VIEW_SOURCES = ("section", "vector2")
 """The retrieval sources (``search/sources.py``'s registry) that are views."""
@@ -113,7 +114,7 @@ def embed_views(chunks: Sequence[Chunk], encoders: dict[str, Embedder], cache_pa
     embedded (0: all were cached)."""
     out: dict[str, int] = {}
     for name, enc in encoders.items():
-        texts = section_groups(chunks)[0] if name == "section" else [c.search_text for c in chunks]
+        texts = section_groups(chunks)[0] if name == "section" else Column(chunks, "search_text")
         out[name] = ensure_units(enc, texts, cache_path, progress=progress, desc=f"embed {name}", warn=warn)
     return out
 

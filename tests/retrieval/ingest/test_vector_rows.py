@@ -117,3 +117,35 @@ def test_an_ingest_reads_the_cache_a_block_at_a_time_and_writes_the_same_bytes(m
     views = [sorted((p.name, p.read_bytes()) for p in (Layout(c).embedding_cache.parent / "matrices").iterdir())
              for c in (whole, small)]
     assert views[0] == views[1] and len(views[0]) == 2  # the view's matrix and its record
+
+
+class Watched(list):
+    """Texts that record which rows were read (an ingest's are rows read from disk, ``tables.Column``)."""
+
+    def __init__(self, items: list[str]) -> None:
+        super().__init__(items)
+        self.read: list[int] = []
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        self.read.append(i)
+        return super().__getitem__(i)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("ensure_cached read every text")
+
+
+@pytest.mark.parametrize("with_tokens", [True, False])
+def test_only_the_texts_to_embed_are_read_and_counted_a_block_at_a_time(tmp_path, monkeypatch, with_tokens):
+    monkeypatch.setattr(vector_rows, "BLOCK", 2)
+    emb, cache = RecordingEmbedder(), EmbeddingCache(tmp_path / "e.sqlite")
+    texts = ["a", "b b b", "c c", "b b b", "d d d d", "e"]
+    shas = ["sa", "sb", "sc", "sb", "sd", "se"]
+    ensure_cached(emb, cache, ["a", "e"], ["sa", "se"])  # two of them cached already
+    watched = Watched(texts)
+    tokens = [len(t.split()) for t in texts] if with_tokens else None
+    assert ensure_cached(emb, cache, watched, shas, tokens=tokens, chunk_size=2) == 3
+    counted = [] if with_tokens else [1, 2, 3, 4]  # the missing rows, for their token counts
+    assert watched.read == [*counted, 4, 1, 2]  # then only the texts embedded, as their batches come
+    assert emb.calls[-2:] == [["d d d d", "b b b"], ["c c"]]  # longest first, the first of a repeated text
+    if not with_tokens:
+        assert emb.counted[-2:] == [["b b b", "c c"], ["b b b", "d d d d"]]  # the missing rows, two at a time
