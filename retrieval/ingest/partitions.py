@@ -22,7 +22,7 @@ import asyncio
 import concurrent.futures
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,21 +117,31 @@ def run_partitions(cfg: RagrigConfig, layout: Layout, sources: list[SourceDoc], 
         bar = tqdm(total=len(sources), desc="extract+chunk+embed" if executor.distributed else "extract+chunk",
                    unit="doc")
     try:
-        for n, summary in zip(sizes, results):
+        for n, summary in zip(sizes, _came_back(cfg, executor, results)):
             for stage, seconds in summary.seconds.items():
                 stats.add_seconds(f"{prefix}{stage}", seconds)
             merge.add(summary)
             if bar is not None:
                 bar.update(n)
+        embedded = merge.finish()
+    except BaseException:  # an error or an interrupt: the staging folder goes (or is swept) with the spill
+        merge.spill.close()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return Partitioned(merge.spill, merge.collected, len(embedded))
+
+
+def _came_back(cfg: RagrigConfig, executor: Executor, results: Iterator[PartitionSummary]
+               ) -> Iterator[PartitionSummary]:
+    """The partitions' results as they come back; on Dask, one that does not is ``partition_failed``'s line."""
+    try:
+        yield from results
     except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
         if not executor.distributed:
             raise
         raise partition_failed(cfg, exc) from None
-    finally:
-        if bar is not None:
-            bar.close()
-    embedded = merge.finish()
-    return Partitioned(merge.spill, merge.collected, len(embedded))
 
 
 def batches(sources: list[SourceDoc], size: int) -> list[list[SourceDoc]]:

@@ -142,6 +142,7 @@ class IngestPipeline:
             self._worker_embedded = done.embedded
             plan.drop_texts()
             if plan.only_failures(len(done.spill)):
+                done.spill.close()
                 return None, None
             return write_tables(staged[1], plan, done.spill, self.stats.failed_ids(after_discover=True)), \
                 done.in_collection
@@ -207,8 +208,7 @@ class IngestPipeline:
     def _keep_previous(self, version: str | None) -> IngestStats:
         """Nothing to publish: the run ends on the version already published."""
         assert version is not None
-        self.stats.version = version
-        kept = IndexVersion(self.cfg, self.layout, version)
+        self.stats.version, kept = version, IndexVersion(self.cfg, self.layout, version)
         self.stats.chunks = kept.manifest["counts"]["chunks"]
         if self.views and not views_recorded(self.layout.views_file, version, self.views):  # weighted since
             self.embed_views(kept.chunks)

@@ -73,6 +73,7 @@ class TableSpill:
         return len(self.doc_ids)
 
     def close(self) -> None:
+        """Its files closed (again: a no-op), as ``write_tables`` and an interrupted merge leave them."""
         self.docs.fh.close()
         self.chunks.fh.close()
 
