@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import Bm25Config
-from ragrig.retrieval.index.bm25_shards import _NONOCCURRENCE, TokenIds, bm25s_module
+from ragrig.retrieval.index.bm25_shards import TokenIds, bm25s_module, idf_of
 
 BLOCK_DOCS = 16_384  # chunks scored at once: ~20 MB of COO arrays at ~100 distinct terms a chunk
 
@@ -26,29 +26,15 @@ def build_in_blocks(corpus: TokenIds, cfg: Bm25Config, block: int | None = None)
     """The bm25s retriever ``BM25(...).index(corpus)`` makes (``corpus``: every chunk's term ids, at least one
     each), without the whole corpus's COO arrays; ``block``: chunks scored at once (``BLOCK_DOCS``)."""
     block = block or BLOCK_DOCS
-    bm25s = bm25s_module()
-    from bm25s.scoring import (
-        _build_idf_array,
-        _build_nonoccurrence_array,
-        _build_scores_and_indices_for_matrix,
-        _select_idf_scorer,
-        _select_tfc_scorer,
-    )
+    r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    from bm25s.scoring import _build_scores_and_indices_for_matrix
 
-    r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
     flat = np.frombuffer(corpus._flat, dtype=np.int32)
     ends = np.frombuffer(corpus._ends, dtype=np.int64)
     n_docs, n_vocab = len(ends) - 1, len(corpus.vocab)
     df, distinct = _frequencies(flat, ends, n_vocab, block)
-    frequencies = {t: int(n) for t, n in enumerate(df)}
     avg = np.diff(ends).mean()  # bm25s: np.array([len(d) for d in docs]).mean()
-    idf_fn = _select_idf_scorer(r.idf_method)
-    r.nonoccurrence_array = None
-    if cfg.method in _NONOCCURRENCE:
-        r.nonoccurrence_array = _build_nonoccurrence_array(
-            frequencies, n_docs, idf_fn, _select_tfc_scorer(r.method), l_d=avg, l_avg=avg, k1=r.k1, b=r.b,
-            delta=r.delta, dtype=r.dtype)
-    idf = _build_idf_array(frequencies, n_docs, idf_fn, dtype=r.dtype)
+    idf = idf_of(r, {t: int(n) for t, n in enumerate(df)}, n_docs, avg)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     free = indptr[:-1].copy()

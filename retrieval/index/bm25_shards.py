@@ -176,29 +176,30 @@ def counting_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tu
     return out_data, out_rows, indptr
 
 
+def idf_of(r: Any, df: dict[int, int], n_docs: int, avg: Any) -> np.ndarray:
+    """bm25s' idf array for retriever ``r`` over ``n_docs`` chunks of mean length ``avg`` with document
+    frequencies ``df`` (term id -> chunks), and for bm25l / bm25+ its non-occurrence array set on ``r``: the first
+    steps of bm25s' own ``index`` (order-free: each term's numbers are its own)."""
+    from bm25s.scoring import _build_idf_array, _build_nonoccurrence_array, _select_idf_scorer, _select_tfc_scorer
+
+    idf_fn = _select_idf_scorer(r.idf_method)
+    r.nonoccurrence_array = None
+    if r.method in _NONOCCURRENCE:
+        r.nonoccurrence_array = _build_nonoccurrence_array(df, n_docs, idf_fn, _select_tfc_scorer(r.method), l_d=avg,
+                                                           l_avg=avg, k1=r.k1, b=r.b, delta=r.delta, dtype=r.dtype)
+    return _build_idf_array(df, n_docs, idf_fn, dtype=r.dtype)
+
+
 def build_shard(docs: Sequence[Sequence[str]], stats: TermStats, cfg: Bm25Config) -> Any:
     """A bm25s retriever over ``docs`` (one shard's chunk tokens) scored with the corpus-wide ``stats``: the
     steps of bm25s' own ``index`` with the global numbers in place of the shard's."""
-    bm25s = bm25s_module()
-    from bm25s.scoring import (
-        _build_idf_array,
-        _build_nonoccurrence_array,
-        _build_scores_and_indices_for_matrix,
-        _select_idf_scorer,
-        _select_tfc_scorer,
-    )
+    r = bm25s_module().BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    from bm25s.scoring import _build_scores_and_indices_for_matrix
 
-    r = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
     r._np_csc = counting_csc
     ids, vocab = numbered(docs, list(stats.df) if cfg.method in _NONOCCURRENCE else None)
-    df = {i: stats.df[t] for t, i in vocab.items()}
     avg = stats.avg_len
-    idf = _build_idf_array(df, stats.num_docs, _select_idf_scorer(r.idf_method), dtype=r.dtype)
-    r.nonoccurrence_array = None
-    if cfg.method in _NONOCCURRENCE:
-        r.nonoccurrence_array = _build_nonoccurrence_array(
-            df, stats.num_docs, _select_idf_scorer(r.idf_method), _select_tfc_scorer(r.method),
-            l_d=avg, l_avg=avg, k1=r.k1, b=r.b, delta=r.delta, dtype=r.dtype)
+    idf = idf_of(r, {i: stats.df[t] for t, i in vocab.items()}, stats.num_docs, avg)
     sizes = Counter(t for d in ids for t in set(d))  # the arrays' length: this shard's postings
     flat, rows, cols = _build_scores_and_indices_for_matrix(
         ids, idf, avg, sizes, r.k1, r.b, r.delta, r.nonoccurrence_array, method=r.method, dtype=r.dtype,

@@ -109,6 +109,27 @@ class LazyRows:
             raise self.damaged(f"chunks.jsonl ends after {row} of its {n} rows")
 
 
+class RowSequence(Sequence[Chunk]):
+    """Chunk rows by number, as a list gives them (negative numbers, slices as lists, ``IndexError`` past the
+    end): a subclass gives ``__len__`` and ``_row(i)`` for ``0 <= i < len(self)``."""
+
+    def _row(self, i: int) -> Chunk:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._row(j) for j in range(*i.indices(n))]
+        i = int(i)
+        if not -n <= i < n:
+            raise IndexError(f"chunk row {i} out of range ({n} rows)")
+        return self._row(i % n)
+
+
 def _loads(line: bytes) -> Any:
     """A row's JSON: orjson's parse (the same values, in 0.55x the time: a driver reads its rows several times),
     or the standard library's for what orjson refuses and it takes (NaN, Infinity: ``json.dumps`` writes them)."""
@@ -118,7 +139,7 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
 
 
-class ChunkTable(Sequence[Chunk]):
+class ChunkTable(RowSequence):
     """The rows of a version (``table[i]``: a Chunk) and its ``Derived`` structures. ``rows``: a list (a
     version without ``reader/``: every row parsed) or the lazy rows of ``chunks.jsonl``."""
 
@@ -139,18 +160,7 @@ class ChunkTable(Sequence[Chunk]):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, i: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Chunk]: ...
-    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._n))]
-        i = int(i)
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(f"chunk row {i} out of range ({self._n} rows)")
+    def _row(self, i: int) -> Chunk:
         return self._rows[i]
 
     def __iter__(self) -> Iterator[Chunk]:

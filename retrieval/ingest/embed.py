@@ -57,8 +57,8 @@ def ensure_cached(
 
     Identical texts are embedded once, in batches of similar token counts, longest first (``tokens``: the
     texts' model token counts, when the caller has them; counted here otherwise). Only the texts to embed are
-    read from ``texts``, a batch at a time (an ingest's are rows read from disk: ``tables.Column``). New vectors are written
-    to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
+    read from ``texts``, a batch at a time (an ingest's are rows read from disk: ``tables.Column``). New vectors
+    are written to the cache every ``chunk_size`` texts, so an interrupted run keeps what it paid for.
 
     New vectors are verified as they are made, as cached ones are read (``vector_check.py``: the model's
     width, finite, not zero, unit length for a normalising model): one that fails stops the ingest with one

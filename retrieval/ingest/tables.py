@@ -25,7 +25,7 @@ from typing import overload
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index.chunk_table import LazyRows, text_digest
+from ragrig.retrieval.index.chunk_table import LazyRows, RowSequence, text_digest
 from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, iter_jsonl
 from ragrig.retrieval.ingest.plan import Plan
 
@@ -97,7 +97,7 @@ class StagedDocs:
         return (Document.from_dict(d) for d in iter_jsonl(self.path))
 
 
-class StagedChunks(Sequence[Chunk]):
+class StagedChunks(RowSequence):
     """``chunks.jsonl``'s rows by number (``offsets``: where each line starts, then the file's size), read through
     one open file: the staging folder may be renamed under it."""
 
@@ -108,16 +108,8 @@ class StagedChunks(Sequence[Chunk]):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    @overload
-    def __getitem__(self, i: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Chunk]: ...
-    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
-        if isinstance(i, slice):
-            return [self._rows[j] for j in range(*i.indices(len(self)))]
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"chunk row {i} out of range ({len(self)} rows)")
-        return self._rows[i % len(self)]
+    def _row(self, i: int) -> Chunk:
+        return self._rows[i]
 
     def __iter__(self) -> Iterator[Chunk]:
         ends, fd, row = self.offsets, self._rows.fd, 0
