@@ -111,10 +111,11 @@ def main() -> None:
     ap.add_argument("--output", type=Path, default=HERE / "results" / "hnsw_shards.json")
     args = ap.parse_args()
     from distributed import Client, LocalCluster
+    from ragrig.flows.runners import SCHEDULER_HTTP
 
     t0 = time.perf_counter()
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      host="127.0.0.1") as cluster, Client(cluster) as client:
+                      host="127.0.0.1", scheduler_kwargs=SCHEDULER_HTTP) as cluster, Client(cluster) as client:
         cluster_s = round(time.perf_counter() - t0, 1)
         rows = [one_size(n, args.shard_max_chunks, args.workers, args.queries, client, args.here_max)
                 for n in args.sizes]

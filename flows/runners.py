@@ -48,11 +48,17 @@ def _quiet_reconnect() -> None:
         client_log.addFilter(_CancelledReconnect())
 
 
+SCHEDULER_HTTP = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}  # a LocalCluster's ``scheduler_kwargs``
+
+
 def local_cluster_kwargs(cfg: RagrigConfig) -> dict[str, Any]:
     """``flow.workers`` single-threaded worker processes on loopback, no dashboard, each ignoring Ctrl-C (the
-driver handles it: ``cluster_worker``)."""
+driver handles it: ``cluster_worker``). The scheduler's HTTP server (health and metrics routes, started even
+without a dashboard) takes a free loopback port: by default it asks for 8787 and warns "Port 8787 is already in
+use" whenever another cluster, or anything else, holds it."""
     return {"n_workers": cfg.flow.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
-            "host": "127.0.0.1", "preload": ["ragrig.flows.cluster_worker"]}
+            "host": "127.0.0.1", "preload": ["ragrig.flows.cluster_worker"],
+            "scheduler_kwargs": SCHEDULER_HTTP}
 
 
 @contextmanager

@@ -24,9 +24,10 @@ ROOT = Path(__file__).parents[2]
 @pytest.fixture(scope="module")
 def cluster() -> str:
     from distributed import LocalCluster
+    from ragrig.flows.runners import SCHEDULER_HTTP
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as c:
+                      dashboard_address=None, scheduler_kwargs=SCHEDULER_HTTP) as c:
         yield c.scheduler_address
 
 

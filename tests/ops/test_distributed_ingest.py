@@ -45,9 +45,10 @@ def cluster(prefect_api):
     """The scheduler address of one LocalCluster of 2 single-threaded worker processes (each restarted by its
     nanny when killed)."""
     from distributed import LocalCluster
+    from ragrig.flows.runners import SCHEDULER_HTTP
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      host="127.0.0.1") as c:
+                      host="127.0.0.1", scheduler_kwargs=SCHEDULER_HTTP) as c:
         yield c.scheduler_address
 
 

@@ -130,9 +130,10 @@ def test_bracketed_ipv6_and_hostnames_still_parse():
 @pytest.mark.slow
 def test_a_real_scheduler_passes_and_a_worker_is_named():
     from distributed import LocalCluster
+    from ragrig.flows.runners import SCHEDULER_HTTP
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                      host="127.0.0.1", protocol="tcp://") as cluster:
+                      host="127.0.0.1", protocol="tcp://", scheduler_kwargs=SCHEDULER_HTTP) as cluster:
         check_scheduler(cluster.scheduler_address, 10.0)
         worker = next(iter(cluster.scheduler.workers))
         with pytest.raises(InputError, match="a Dask Worker answers there, not a scheduler"):
