@@ -6,9 +6,9 @@ and then sorts them into the CSC arrays it keeps (8 bytes a posting): at 1M chun
 of arrays that live only for the build. ``build_in_blocks`` makes the same retriever from the same token ids: the
 statistics in one pass (document frequencies, lengths, each chunk's distinct terms), the CSC arrays made to size
 from them, then bm25s' own per-document scoring (``_build_scores_and_indices_for_matrix``) over a block of
-``BLOCK_DOCS`` chunks at a time, each posting placed at its column's next free slot as ``counting_csc`` places
-it. The numbers are computed by the same functions, document by document, in the same order: the saved files are
-bm25s' own, byte for byte, for every method (tested).
+``BLOCK_DOCS`` chunks at a time, each posting placed at its column's next free slot (``bm25_shards.place``, as
+``counting_csc`` places them). The numbers are computed by the same functions, document by document, in the same
+order: the saved files are bm25s' own, byte for byte, for every method (tested).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from ragrig.configs.models import Bm25Config
-from ragrig.retrieval.index.bm25_shards import TokenIds, bm25s_module, idf_of
+from ragrig.retrieval.index.bm25_shards import TokenIds, bm25s_module, idf_of, place
 
 BLOCK_DOCS = 16_384  # chunks scored at once: ~20 MB of COO arrays at ~100 distinct terms a chunk
 
@@ -46,12 +46,8 @@ def build_in_blocks(corpus: TokenIds, cfg: Bm25Config, block: int | None = None)
         scores, rows, cols = _build_scores_and_indices_for_matrix(
             ids[a:b], idf, avg, {0: int(distinct[a:b].sum())}, r.k1, r.b, r.delta, r.nonoccurrence_array,
             method=r.method, dtype=r.dtype, int_dtype=r.int_dtype, show_progress=False)
-        starts = np.concatenate([[0], np.cumsum(distinct[a:b])])
-        for i in range(b - a):
-            row_cols = cols[starts[i]:starts[i + 1]]
-            at = free[row_cols]
-            data[at], indices[at] = scores[starts[i]:starts[i + 1]], a + i
-            free[row_cols] += 1
+        rows += a  # the block's rows numbered in the corpus
+        place(data, indices, free, scores, rows, cols)
     r.scores = {"data": data.astype(r.dtype), "indices": indices, "indptr": indptr, "num_docs": n_docs}
     vocab = corpus.vocab
     if "" not in vocab:  # what bm25s' index adds after scoring (its create_empty_token)

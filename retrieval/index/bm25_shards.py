@@ -167,13 +167,20 @@ def counting_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tu
     np.cumsum(counts, out=indptr[1:])
     free = indptr[:-1].copy()
     out_data, out_rows = np.empty_like(data), np.empty_like(rows)
+    place(out_data, out_rows, free, data, rows, cols)
+    return out_data, out_rows, indptr
+
+
+def place(out_data: np.ndarray, out_rows: np.ndarray, free: np.ndarray, data: np.ndarray, rows: np.ndarray,
+          cols: np.ndarray) -> None:
+    """Postings that come a row at a time, in row order, each column at most once a row, put at their columns'
+    next free slots (``free``: each column's, advanced)."""
     bounds = np.flatnonzero(rows[1:] != rows[:-1]) + 1
     for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)]):
         row_cols = cols[a:b]
         at = free[row_cols]
         out_data[at], out_rows[at] = data[a:b], rows[a:b]
         free[row_cols] += 1
-    return out_data, out_rows, indptr
 
 
 def idf_of(r: Any, df: dict[int, int], n_docs: int, avg: Any) -> np.ndarray:
