@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -81,15 +82,42 @@ def add_chunks(collection: Any, chunks: list[Chunk], vectors: Any, *, upsert: bo
 
 
 # ---- tables ------------------------------------------------------------------
+def jsonl_line(row: dict[str, Any]) -> bytes:
+    """A table row's line: every writer of a table or its shards writes these bytes (an ingest copies them)."""
+    return (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+class JsonlWriter:
+    """A JSON-lines file written a row (``add``) or whole lines' bytes (``add_lines``) at a time; ``ends``: where
+    each line starts, then the file's size so far."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "wb")
+        self.ends = array("q", [0])
+
+    def add(self, row: dict[str, Any]) -> None:
+        line = jsonl_line(row)
+        self.add_lines(line, [len(line)])
+
+    def add_lines(self, data: bytes, lengths: Iterable[int]) -> None:
+        """``data``: whole lines, of these ``lengths`` in bytes."""
+        self.fh.write(data)
+        for n in lengths:
+            self.ends.append(self.ends[-1] + n)
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> np.ndarray:
     """One JSON object a line; returns where each line starts, then the file's size (int64)."""
-    ends = [0]
-    with open(path, "wb") as fh:
+    out = JsonlWriter(path)
+    try:
         for row in rows:
-            line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
-            fh.write(line)
-            ends.append(ends[-1] + len(line))
-    return np.array(ends, dtype=np.int64)
+            out.add(row)
+    finally:
+        out.close()
+    return np.frombuffer(out.ends, dtype=np.int64).copy()
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:

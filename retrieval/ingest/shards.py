@@ -20,7 +20,6 @@ published version never holds them; a crash leaves them in a staging folder the 
 from __future__ import annotations
 
 import io
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.atomic import write_atomic
 from ragrig.retrieval.cache.embeddings import EmbeddingCache, check_vector
 from ragrig.retrieval.documents import Chunk, Document
-from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, file_sha256, iter_jsonl
+from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, file_sha256, iter_jsonl, jsonl_line
 
 SHARDS = "shards"
 PROBE = "probe"
@@ -53,7 +52,7 @@ def make_part_dir(shards: Path, index: int) -> Path:
 
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+    data = b"".join(jsonl_line(r) for r in rows)
     # the staging folder is fsynced whole before it becomes a version; a removed one is not made again
     write_atomic(path, data, durable=False, parents=False)
 

@@ -13,7 +13,6 @@ row parsed when asked for, or all in order a block at a time; ``Column``: one fi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from array import array
@@ -25,25 +24,12 @@ from typing import overload
 import numpy as np
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index import chunk_table
 from ragrig.retrieval.index.chunk_table import LazyRows, RowSequence, text_digest
-from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, iter_jsonl
+from ragrig.retrieval.index.format import CHUNKS, DOCUMENTS, JsonlWriter, iter_jsonl
 from ragrig.retrieval.ingest.plan import Plan
 
 SPILL = "spill"
-BLOCK = 1 << 20  # bytes read at a time when every row is read in order
-
-
-class _Appender:
-    """A JSON-lines file written a row at a time; ``ends[i]``: where row i's line ends."""
-
-    def __init__(self, path: Path) -> None:
-        self.fh = open(path, "wb")
-        self.ends = array("q", [0])
-
-    def add(self, row: dict) -> None:
-        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
-        self.fh.write(line)
-        self.ends.append(self.ends[-1] + len(line))
 
 
 class TableSpill:
@@ -52,7 +38,7 @@ class TableSpill:
     def __init__(self, folder: Path) -> None:
         self.dir = folder / SPILL
         self.dir.mkdir()
-        self.docs, self.chunks = _Appender(self.dir / DOCUMENTS), _Appender(self.dir / CHUNKS)
+        self.docs, self.chunks = JsonlWriter(self.dir / DOCUMENTS), JsonlWriter(self.dir / CHUNKS)
         self.doc_ids: list[str] = []  # per spilled document
         self.chunk_doc = array("q")  # per spilled chunk: its document's number in doc_ids
 
@@ -74,8 +60,8 @@ class TableSpill:
 
     def close(self) -> None:
         """Its files closed (again: a no-op), as ``write_tables`` and an interrupted merge leave them."""
-        self.docs.fh.close()
-        self.chunks.fh.close()
+        self.docs.close()
+        self.chunks.close()
 
 
 @dataclass
@@ -112,14 +98,7 @@ class StagedChunks(RowSequence):
         return self._rows[i]
 
     def __iter__(self) -> Iterator[Chunk]:
-        ends, fd, row = self.offsets, self._rows.fd, 0
-        while row < len(self):
-            last = max(row + 1, int(np.searchsorted(ends, ends[row] + BLOCK, side="right")) - 1)
-            start = int(ends[row])
-            block = os.pread(fd, int(ends[last]) - start, start)
-            for r in range(row, last):
-                yield self._rows.parse(block[int(ends[r]) - start:int(ends[r + 1]) - start], r)
-            row = last
+        return iter(self._rows)
 
 
 class Column(Sequence[str]):
@@ -176,7 +155,7 @@ def write_tables(folder: Path, plan: Plan, spill: TableSpill, failed: set[str]) 
     chunk_doc = np.frombuffer(spill.chunk_doc, dtype=np.int64)
     by_doc = np.argsort(chunk_doc, kind="stable")  # each new document's chunks, in the order they came
     starts = np.searchsorted(chunk_doc[by_doc], np.arange(len(spill.doc_ids) + 1))
-    docs_out, chunks_out = _Appender(folder / DOCUMENTS), _Appender(folder / CHUNKS)
+    docs_out, chunks_out = JsonlWriter(folder / DOCUMENTS), JsonlWriter(folder / CHUNKS)
     spilled = {name: os.open(spill.dir / name, os.O_RDONLY) for name in (DOCUMENTS, CHUNKS)}
     try:
         doc_ends, chunk_ends = np.frombuffer(spill.docs.ends, np.int64), np.frombuffer(spill.chunks.ends, np.int64)
@@ -200,23 +179,22 @@ def write_tables(folder: Path, plan: Plan, spill: TableSpill, failed: set[str]) 
     finally:
         for fd in spilled.values():
             os.close(fd)
-        docs_out.fh.close()
-        chunks_out.fh.close()
+        docs_out.close()
+        chunks_out.close()
     shutil.rmtree(spill.dir)
     offsets = np.frombuffer(chunks_out.ends, np.int64).copy()
     return StagedTables(StagedDocs(folder / DOCUMENTS, len(order)), StagedChunks(folder / CHUNKS, offsets))
 
 
-def _copy(fd: int, ends: np.ndarray, rows: list[int], out: _Appender) -> None:
+def _copy(fd: int, ends: np.ndarray, rows: list[int], out: JsonlWriter) -> None:
     """Rows of a spilled file appended to ``out`` as they are, consecutive rows read together."""
     i = 0
     while i < len(rows):
         j = i + 1
-        while j < len(rows) and rows[j] == rows[j - 1] + 1 and ends[rows[j] + 1] - ends[rows[i]] < BLOCK:
+        while (j < len(rows) and rows[j] == rows[j - 1] + 1
+               and ends[rows[j] + 1] - ends[rows[i]] < chunk_table.READ_BLOCK):
             j += 1
         start = int(ends[rows[i]])
-        block = os.pread(fd, int(ends[rows[j - 1] + 1]) - start, start)
-        out.fh.write(block)
-        for r in rows[i:j]:
-            out.ends.append(out.ends[-1] + int(ends[r + 1] - ends[r]))
+        out.add_lines(os.pread(fd, int(ends[rows[j - 1] + 1]) - start, start),
+                      (int(ends[r + 1] - ends[r]) for r in rows[i:j]))
         i = j

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ragrig.retrieval.documents import Chunk, Document, SourceDoc
+from ragrig.retrieval.index import chunk_table
 from ragrig.retrieval.index.format import new_manifest, write_manifest, write_tables
 from ragrig.retrieval.index.layout import Layout
 from ragrig.retrieval.index.version import IndexVersion
@@ -73,7 +74,7 @@ def test_without_a_previous_version_everything_is_new():
 
 @pytest.mark.parametrize("block", [1 << 20, 7])  # rows copied in one read, or one read per row (a 7-byte cap)
 def test_the_tables_order_by_doc_id_and_keep_last_good_versions(previous, tmp_path, monkeypatch, block):
-    monkeypatch.setattr(tables, "BLOCK", block)
+    monkeypatch.setattr(chunk_table, "READ_BLOCK", block)
     sources = [src("a", "sa"), src("b", "sb2"), src("c", "sc"), src("g", "sg"), src("f", "sf")]
     plan = plan_changes(sources, previous, failed={"e"}, extractor_key=lambda s: "ex1")  # d removed, e unreadable
     # b extracted but failed to chunk; g failed extraction (not published before); c and f went fine; the

@@ -7,6 +7,7 @@ import math
 import pytest
 from ragrig.configs.errors import RagrigError
 from ragrig.retrieval.documents import Chunk, Document
+from ragrig.retrieval.index import chunk_table
 from ragrig.retrieval.index.chunk_table import derive
 from ragrig.retrieval.index.format import write_tables as write_in_one_pass
 from ragrig.retrieval.ingest import tables
@@ -28,7 +29,7 @@ def staged(tmp_path, n: int = 9) -> tables.StagedTables:
 
 @pytest.mark.parametrize("block", [1 << 20, 1, 40])
 def test_rows_read_in_order_a_block_at_a_time_equal_the_rows_by_number(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(tables, "BLOCK", block)
+    monkeypatch.setattr(chunk_table, "READ_BLOCK", block)
     out = staged(tmp_path)
     rows = out.chunks
     assert len(rows) == 9 and [c.chunk_id for c in rows] == [f"d{d}#{i}" for d in (1, 2, 3) for i in range(3)]
