@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -23,6 +24,12 @@ from ragrig.flows.environment import QUIET_ENV  # noqa: E402 - imports nothing h
 
 _SESSION_ENV = {**QUIET_ENV, "HF_HUB_OFFLINE": "1"}
 os.environ.update(_SESSION_ENV)
+# Bytecode is cached for the test run even where the machine says PYTHONDONTWRITEBYTECODE (this one does): without
+# it every xdist worker compiles and assertion-rewrites all 158 test files again (collection 9.8 s against 5.3-6 s
+# cached), and every CLI subprocess and Dask worker a test starts compiles ragrig again. Before the test modules are
+# imported, and in the environment the workers and subprocesses inherit. __pycache__/ is git-ignored.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # Keep Prefect's profile/DB out of the user's ~/.prefect (the CLI's setdefault then keeps this one). One per test
 # process (each xdist worker imports this file), removed when the process's session ends (pytest_unconfigure;
 # tests/test_hygiene.py checks that none is left behind).
