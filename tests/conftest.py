@@ -263,6 +263,14 @@ def prefect_api() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session")
+def sample_part(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(corpus, test set): part of the sample and the sample's cases it answers (tests/sample_part.py). Read only."""
+    from sample_part import make_sample_part
+
+    return make_sample_part(tmp_path_factory.mktemp("sample-part"))
+
+
 def _yaml_value(value: Any) -> str:
     """A --set value: strings verbatim, everything else as JSON (which is valid YAML)."""
     return value if isinstance(value, str) else json.dumps(value)

@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
 from servers import mlflow_server as started_mlflow_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +37,16 @@ def mlflow_server(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def sweep_file(tmp_path_factory) -> Path:
-    """Three fusion configs of the sample corpus over one index, in a home every worker reads (the workers do
-    not see a test's RAGRIG_HOME: the home is in the config). The second encoder's view is off: where the
-    configs run is what differs here, and it would cost a second embedding of the sample."""
+def sweep_file(tmp_path_factory, sample_part) -> Path:
+    """Three fusion configs of part of the sample (tests/sample_part.py) over one index, in a home every worker
+    reads (the workers do not see a test's RAGRIG_HOME: the home is in the config). The second encoder's view is
+    off: where the configs run is what differs here, and it would cost a second embedding of the corpus."""
+    corpus, testset = sample_part
     d = tmp_path_factory.mktemp("sweep")
     f = d / "sweep.yaml"
     f.write_text(f"""name: dist
-set: ["home={d / 'home'}", "corpus.path={ROOT / 'datasets' / 'sample'}", "eval.ragas=false",
-      "retrieval.fusion.weights.vector2=0",
-      "eval.testsets=[{ROOT / 'datasets' / 'testsets' / 'sample.yaml'}]"]
+set: ["home={d / 'home'}", "corpus.path={corpus}", "eval.ragas=false",
+      "retrieval.fusion.weights.vector2=0", "eval.testsets=[{testset}]"]
 configs:
   - {{retrieval.fusion.method: rrf}}
   - {{retrieval.fusion.method: weighted, retrieval.fusion.normalization: minmax}}

@@ -103,23 +103,11 @@ def assert_same_version(a_over: list[str], b_over: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_part(tmp_path_factory) -> Path:
-    """Part of the sample corpus: its teams/ folder (Markdown, HTML and a Word file, nested) and faq.md, 7 of its
-    29 documents and every format in it (the whole sample cost ~40 s of 2 cores here, twice over, for no path
-    more)."""
-    import shutil
-
-    part = tmp_path_factory.mktemp("sample-part")
-    shutil.copytree(ROOT / "datasets" / "sample" / "teams", part / "teams")
-    shutil.copy2(ROOT / "datasets" / "sample" / "faq.md", part / "faq.md")
-    return part
-
-
-@pytest.fixture(scope="module")
 def local_sample(tmp_path_factory, sample_part) -> tuple[list[str], object]:
-    """The sample's part ingested here, in this process, once for the module: the settings and the run's stats
+    """The sample's part (tests/sample_part.py) ingested here, in this process, once for the module: the settings
+    and the run's stats
     (the version every cluster ingest of it must equal; read only)."""
-    local = settings(tmp_path_factory.mktemp("local") / "home", sample_part, *GRAPH)
+    local = settings(tmp_path_factory.mktemp("local") / "home", sample_part[0], *GRAPH)
     return local, IngestPipeline(load_config(None, local), progress=False).run()
 
 
@@ -128,7 +116,7 @@ def test_a_dask_ingest_of_the_sample_is_the_local_ingest(cluster, local_sample, 
 
     local, ran = local_sample
     assert {d.format for d in version_of(local).documents()} == {"md", "html", "docx"}
-    over = settings(tmp_path / "dask", sample_part, "flow.runner=dask",
+    over = settings(tmp_path / "dask", sample_part[0], "flow.runner=dask",
                     f"flow.address={cluster}", "flow.extract_batch=8", *GRAPH)
     stats = run_ingest(load_config(None, over), None, over, progress=False)  # the flow `ragrig ingest` runs
     assert stats["published"] and stats["version"] == "v000001"

@@ -1,7 +1,7 @@
-"""``ragrig adapt --no-prefect`` on the sample corpus with a tiny recipe (16 pairs, batches of 8, 32 tokens): the
-folder loads as an ordinary sentence-transformers model with its own content id, two runs write the same bytes,
-the JSON and the MLflow run hold what they should, the comparison ingests and evaluates the adapted model, and
-``--set embedding.model=<folder>`` works for eval; the training reads no test set."""
+"""``ragrig adapt --no-prefect`` on part of the sample corpus (tests/sample_part.py) with a tiny recipe (16 pairs,
+batches of 8, 32 tokens): the folder loads as an ordinary sentence-transformers model with its own content id, two
+runs write the same bytes, the JSON and the MLflow run hold what they should, the comparison ingests and evaluates
+the adapted model, and ``--set embedding.model=<folder>`` works for eval; the training reads no test set."""
 
 from __future__ import annotations
 
@@ -25,8 +25,16 @@ TINY = ["--set", "embedding.adapt.max_pairs=16", "--set", "embedding.adapt.batch
 
 
 @pytest.fixture(scope="module")
-def sample_published(tmp_path_factory) -> Path:
-    """The sample ingested once for the file (``TINY``'s settings: adapt reads the published version); each test
+def tiny(sample_part) -> list[str]:
+    """``TINY`` on part of the sample and the cases of its test set that the part answers: adapt's comparison
+    ingests the adapted model's index and evaluates both; what is checked here is the machinery, not the gain."""
+    corpus, testset = sample_part
+    return [*TINY, "--set", f"corpus.path={corpus}", "--set", f"eval.testsets=[{testset}]"]
+
+
+@pytest.fixture(scope="module")
+def sample_published(tmp_path_factory, tiny) -> Path:
+    """The part ingested once for the file (``tiny``'s settings: adapt reads the published version); each test
     copies this home into its own, so it may adapt, ingest and evaluate there freely."""
     import os
 
@@ -38,8 +46,8 @@ def sample_published(tmp_path_factory) -> Path:
     previous = os.environ.get("RAGRIG_HOME")
     os.environ["RAGRIG_HOME"] = str(home)
     try:
-        assert main(["ingest", "--no-prefect", "-q", *TINY]) == 0
-        cfg = load_config(overrides=TINY[1::2])
+        assert main(["ingest", "--no-prefect", "-q", *tiny]) == 0
+        cfg = load_config(overrides=tiny[1::2])
         chroma.forget_client(cfg.index.chroma, Layout(cfg).chroma_dir)  # its store closed before the copies
     finally:
         os.environ.pop("RAGRIG_HOME")
@@ -59,14 +67,17 @@ def digests(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: Path, monkeypatch, capsys) -> None:
+def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: Path, tiny: list[str], sample_part,
+                          monkeypatch, capsys) -> None:
     from ragrig.configs.load import load_config
     from ragrig.configs.models import EmbeddingConfig
     from ragrig.retrieval.embedding import model_id
 
-    copy_home(sample_published, ragrig_home)  # `ragrig ingest --no-prefect -q *TINY`, run once for the file
+    import yaml
+
+    copy_home(sample_published, ragrig_home)  # `ragrig ingest --no-prefect -q *tiny`, run once for the file
     first, out_json = tmp_path / "m1", tmp_path / "a.json"
-    assert main(["adapt", "--no-prefect", "-q", *TINY, "--output", str(first), "--output-json", str(out_json)]) == 0
+    assert main(["adapt", "--no-prefect", "-q", *tiny, "--output", str(first), "--output-json", str(out_json)]) == 0
     printed = capsys.readouterr().out
     assert str(first) in printed and f"--set embedding.model={first}" in printed
 
@@ -75,7 +86,8 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: P
     assert result["seconds"] > 0 and len(result["losses"]) == 2 and not result["reused"]
     assert sum(result["pair_counts"].values()) == 16 and set(result["pair_counts"]) >= {"header_body", "cloze"}
     cmp = result["compare"]
-    assert [r["label"] for r in cmp["rows"]] == ["base", "adapted"] and cmp["cases"] == 100
+    cases = len(yaml.safe_load(sample_part[1].read_text())["cases"])
+    assert [r["label"] for r in cmp["rows"]] == ["base", "adapted"] and cmp["cases"] == cases > 5
     base_key, adapted_key = (r["index_key"] for r in cmp["rows"])
     assert base_key != adapted_key  # the adapted model was ingested into its own index and evaluated there
     assert set(cmp["tests"]) == {"ndcg@10", "recall@10"} and 0 <= cmp["tests"]["ndcg@10"]["p"] <= 1
@@ -93,7 +105,7 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: P
     from mlflow.tracking import MlflowClient
     from ragrig.eval.tracking.store import ensure_experiment
 
-    cfg = load_config(overrides=TINY[1::2])
+    cfg = load_config(overrides=tiny[1::2])
     exp = ensure_experiment(cfg)
     client = MlflowClient()
     [run] = client.search_runs([exp], "tags.`ragrig.command` = 'adapt'")
@@ -106,35 +118,38 @@ def test_adapt_end_to_end(tmp_path: Path, ragrig_home: Path, sample_published: P
 
     # --set embedding.model=<folder>: eval uses it (its index was ingested by the comparison above)
     ev = tmp_path / "eval.json"
-    assert main(["eval", "--no-prefect", *TINY, "--set", f"embedding.model={first}", "--output-json", str(ev)]) == 0
+    assert main(["eval", "--no-prefect", *tiny, "--set", f"embedding.model={first}", "--output-json", str(ev)]) == 0
     report = json.loads(ev.read_text())
     assert report["index"]["model_id"] == adapted_id and report["index"]["key"] == adapted_key
 
-    # a second run: the same bytes in every file; and the training opens no test set
+    # a second run: the same bytes in every file; and the training opens no test set (the config's, the sample's)
     real_open, real_io_open = builtins.open, io.open
+    testsets = {TESTSET.resolve(), sample_part[1].resolve()}
 
     def trapped(file, *a, **k):
-        if Path(str(file)).resolve() == TESTSET.resolve() if isinstance(file, (str, Path)) else False:
+        if Path(str(file)).resolve() in testsets if isinstance(file, (str, Path)) else False:
             raise AssertionError(f"adapt opened the test set {file}")
         return real_open(file, *a, **k)
 
     monkeypatch.setattr(builtins, "open", trapped)
     monkeypatch.setattr(io, "open", trapped)
     second = tmp_path / "m2"
-    assert main(["adapt", "--no-prefect", "-q", "--no-compare", *TINY, "--output", str(second)]) == 0
+    assert main(["adapt", "--no-prefect", "-q", "--no-compare", *tiny, "--output", str(second)]) == 0
     monkeypatch.undo()
     assert digests(first) == digests(second)
     assert "ragrig_adapt.json" in digests(first) and "model.safetensors" in digests(first)
 
 
-def test_the_pairs_hold_no_test_case_text(ragrig_home: Path, sample_published: Path) -> None:
+def test_the_pairs_hold_no_test_case_text(ragrig_home: Path, sample_published: Path, sample_part) -> None:
+    """Every pair kind, from the part's published version, against every query of the sample's whole test set."""
     import yaml
     from ragrig.configs.load import load_config
     from ragrig.retrieval.adapt.run import prepare
 
     copy_home(sample_published, ragrig_home)
     cfg = load_config(overrides=["embedding.adapt.pairs=[header_body, cloze, keyword_section, parent_child]",
-                                 "retrieval.fusion.weights.vector2=0"])
+                                 "retrieval.fusion.weights.vector2=0", f"corpus.path={sample_part[0]}",
+                                 f"eval.testsets=[{sample_part[1]}]"])
     prep = prepare(cfg)
     queries = {c["query"].casefold().strip() for c in yaml.safe_load(TESTSET.read_text())["cases"]}
     texts = {t.casefold().strip() for p in prep.pairs for t in (p.anchor, p.positive)}
