@@ -36,9 +36,10 @@ class SourceDoc:
     sha256: str
     format: str  # md | html | docx | pptx | pdf | beir
     size: int
-    path: Path | None = None  # absolute file path; None for records inside a JSONL corpus
-    title: str | None = None  # BEIR only
-    text: str | None = None  # BEIR only: the record's text
+    path: Path | None = None  # absolute file path (a BEIR record: the corpus's JSONL file)
+    title: str | None = None  # BEIR only, when given in memory (discovery gives ``offset`` instead)
+    text: str | None = None  # BEIR only: the record's text, when given in memory
+    offset: int | None = None  # BEIR only: where the record's line starts in ``path`` (read back at extraction)
 
 
 @dataclass

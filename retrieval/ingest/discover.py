@@ -168,7 +168,20 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def beir_record(raw: bytes) -> tuple[str, str, str]:
+    """(_id, title, text) of one line of a BEIR corpus; raises ValueError, KeyError or TypeError when it is none."""
+    rec = json.loads(raw)
+    return str(rec["_id"]), str(rec.get("title") or ""), str(rec.get("text") or "")
+
+
+def beir_payload(title: str, text: str) -> bytes:
+    """What a BEIR record's content hash is taken over (its title and text; not its id or place in the file)."""
+    return json.dumps([title, text], ensure_ascii=False).encode()
+
+
 def discover_beir(cfg: CorpusConfig) -> Discovery:
+    """Each record's id, content hash and where its line starts: its text stays in the file until extraction reads
+    it back (``extract.beir_source``), so the driver never holds the corpus's texts (issue 38: 0.85 kB a chunk)."""
     path = beir_file(cfg)
     out = Discovery()
     seen: set[str] = set()
@@ -176,26 +189,24 @@ def discover_beir(cfg: CorpusConfig) -> Discovery:
         fh = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read BEIR corpus ({exc.strerror})") from None
+    offset = 0
     with fh:
         for lineno, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
             if not raw.strip():
                 continue
             try:
-                rec = json.loads(raw)
-                doc_id = str(rec["_id"])
-                title = str(rec.get("title") or "")
-                text = str(rec.get("text") or "")
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+                doc_id, title, text = beir_record(raw)
+            except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError among them
                 out.failed.append(FailedDoc(f"{path.name}:{lineno}", "discover", f"bad JSONL record: {exc!r}"))
                 continue
             if doc_id in seen:
                 out.failed.append(FailedDoc(doc_id, "discover", f"duplicate _id at {path.name}:{lineno}"))
                 continue
             seen.add(doc_id)
-            payload = json.dumps([title, text], ensure_ascii=False).encode()
-            out.docs.append(
-                SourceDoc(doc_id=doc_id, sha256=sha256_bytes(payload), format="beir", size=len(payload), title=title, text=text)
-            )
+            payload = beir_payload(title, text)
+            out.docs.append(SourceDoc(doc_id=doc_id, sha256=sha256_bytes(payload), format="beir", size=len(payload),
+                                      path=path, offset=start))
     return out
 
 

@@ -21,7 +21,7 @@ from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.cache.sqlite import CacheCorruptError
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc, sha256_bytes
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.ingest.discover import NotRegularFile, read_regular
+from ragrig.retrieval.ingest.discover import NotRegularFile, beir_payload, beir_record, read_regular
 from ragrig.retrieval.markdown import FrontmatterRefused, parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,26 @@ def beir_markdown(title: str, text: str) -> str:
     body = _HASH_LINE.sub(r"\1\\#", text.strip())
     title = " ".join(title.split())
     return f"# {title}\n\n{body}\n" if title else f"{body}\n"
+
+
+def beir_source(src: SourceDoc) -> tuple[str, str]:
+    """A BEIR record's (title, text): as given, or read back from its line in the corpus file (discovery keeps only
+    where it starts) and checked against the content hash discovery took: a record edited, moved or gone since is
+    this document's error, never another text under its hash."""
+    if src.offset is None or src.path is None:
+        return src.title or "", src.text or ""
+    try:
+        with open(src.path, "rb") as fh:
+            fh.seek(src.offset)
+            doc_id, title, text = beir_record(fh.readline())
+    except OSError as exc:
+        raise ExtractionError(f"cannot read {src.path.name} ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError):
+        doc_id, title, text = "", "", ""
+    if doc_id != src.doc_id or sha256_bytes(beir_payload(title, text)) != src.sha256:
+        raise ExtractionError(f"{src.path.name} changed during the ingest: the record at byte {src.offset} is no "
+                              "longer this document's (run the ingest again)")
+    return title, text
 
 
 def _promote_headings(markdown: str) -> str:
@@ -159,12 +179,13 @@ class Extractor:
 
     def extract(self, src: SourceDoc) -> Document:
         if src.format == "beir":
+            title, text = beir_source(src)
             return Document(
                 doc_id=src.doc_id,
                 sha256=src.sha256,
                 format="beir",
-                markdown=beir_markdown(src.title or "", src.text or ""),
-                metadata={"title": src.title or ""},
+                markdown=beir_markdown(title, text),
+                metadata={"title": title},
             )
         if src.path is None:
             raise ExtractionError("no path to read")

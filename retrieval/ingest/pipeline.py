@@ -134,18 +134,18 @@ class IngestPipeline:
         """The new and changed documents extracted and chunked in partitions (``partitions.run_partitions``; on Dask
         workers embedded too), then the version's tables (``tables.write_tables``; None: every document to extract
         failed and none was removed) and the chunk ids the workers wrote to its collection (None: the build writes
-        it). The sources' texts are dropped."""
+        it); the plan's records are dropped then."""
         with self.timed("partitions"):
             done = run_partitions(self.cfg, self.layout, plan.to_extract, staged, executor, embedder=self.embedder,
                                   stats=self.stats, cache=self.embed_cache(), hook=self._worker_hook,
                                   progress=self.progress)
             self._worker_embedded = done.embedded
-            plan.drop_texts()
             if plan.only_failures(len(done.spill)):
                 done.spill.close()
                 return None, None
-            return write_tables(staged[1], plan, done.spill, self.stats.failed_ids(after_discover=True)), \
-                done.in_collection
+            tables = write_tables(staged[1], plan, done.spill, self.stats.failed_ids(after_discover=True))
+            plan.forget_sources()
+            return tables, done.in_collection
 
     def embed(self, chunks: Sequence[Chunk]) -> CachedRows:
         """Every vector into the embedding cache; the build steps read the rows from it (``vector_rows.py``)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragrig.configs.models import RagrigConfig
@@ -43,12 +43,14 @@ class Plan:
         """Nothing to extract, nothing removed, and a version to keep (never under --force)."""
         return not self.to_extract and not self.removed and self.previous is not None
 
-    def drop_texts(self) -> None:
-        """Forget the BEIR records' texts once they are extracted (the documents hold them now): 0.75 kB a chunk of
-        a driver's memory, kept to the end of the ingest before. ``sources`` is the discovery's own list."""
-        bare = {id(s): replace(s, text=None) for s in self.sources if s.text is not None}
-        for docs in (self.sources, self.to_extract):
-            docs[:] = [bare.get(id(s), s) for s in docs]
+    def forget_sources(self) -> None:
+        """Drop the documents' records and the previous version's rows once the version's tables are written (no
+        later stage reads them; ~0.4 kB a document of a driver's memory at 1M): the lists are emptied in place, as
+        an executor may still hold this plan (``sources`` is the discovery's own list, emptied with it)."""
+        for rows in (self.sources, self.to_extract, self.reused):
+            rows.clear()
+        self.reused_chunks.clear()
+        self.previous_docs.clear()
 
     def only_failures(self, extracted: int) -> bool:
         """Every document to (re-)extract failed (``extracted``: how many were) and none was removed: the published

@@ -183,3 +183,47 @@ def test_beir_record_extracts_without_a_file(extractor):
     d = extractor.extract(src)
     assert d.markdown == "# Scurvy\n\n\\# Vitamin C\nprevents it.\n"
     assert (d.doc_id, d.sha256, d.format, d.metadata) == ("doc-7", "abc", "beir", {"title": "Scurvy"})
+
+
+def test_beir_discovery_keeps_where_each_record_is_and_extraction_reads_it_back(tmp_path, extractor):
+    """Discovery holds no record's text (issue 38: the driver's memory), only where its line starts; extraction
+    reads the line back and gives the document an in-memory record gives."""
+    import json
+
+    from ragrig.configs.models import CorpusConfig
+    from ragrig.retrieval.ingest.discover import discover_beir
+
+    records = [{"_id": "a", "title": "Scurvy", "text": "Vitamin C.\n# not a header"},
+               {"_id": "b", "text": "Ünïcode ✓"}, {"_id": "c", "title": "Empty"}]
+    lines = [json.dumps(r, ensure_ascii=False) for r in records]
+    (tmp_path / "corpus.jsonl").write_text(lines[0] + "\n\n" + "\n".join(lines[1:]) + "\n", encoding="utf-8")
+    found = discover_beir(CorpusConfig(path=str(tmp_path)))
+    assert [(s.doc_id, s.title, s.text) for s in found.docs] == [(i, None, None) for i in "abc"]
+    raw = (tmp_path / "corpus.jsonl").read_bytes()
+    assert [raw[s.offset:].split(b"\n", 1)[0].decode() for s in found.docs] == lines
+    for src, rec in zip(found.docs, records):
+        mem = SourceDoc(src.doc_id, src.sha256, "beir", src.size, title=rec.get("title"), text=rec.get("text"))
+        assert extractor.extract(src) == extractor.extract(mem)
+
+
+def test_a_beir_record_changed_since_discovery_fails_alone_with_one_line(tmp_path, extractor):
+    import json
+
+    from ragrig.configs.models import CorpusConfig
+    from ragrig.retrieval.ingest.discover import discover_beir
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"_id": i, "text": f"text {i}"}) + "\n" for i in "abc"), encoding="utf-8")
+    a, b, c = discover_beir(CorpusConfig(path=str(path))).docs
+    path.write_text("".join(json.dumps({"_id": i, "text": f"text {i}".replace("b", "B")}) + "\n" for i in "abc"),
+                    encoding="utf-8")  # b's text edited, its length kept: a's line and c's keep their places
+    assert extractor.extract(a).markdown == "text a\n" and extractor.extract(c).markdown == "text c\n"
+    assert b.offset == 31
+    with pytest.raises(ExtractionError, match=r"^corpus\.jsonl changed during the ingest: the record at byte 31 "):
+        extractor.extract(b)
+    path.write_text(json.dumps({"_id": "a", "text": "text a"}) + "\n")  # cut short: c's line is gone
+    with pytest.raises(ExtractionError, match="changed during the ingest"):
+        extractor.extract(c)
+    path.unlink()
+    with pytest.raises(ExtractionError, match=r"^cannot read corpus\.jsonl \(No such file or directory\)$"):
+        extractor.extract(a)

@@ -302,3 +302,29 @@ def test_a_file_that_turns_unreadable_keeps_its_last_good_version(corpus, make_c
     assert (s.published, s.version, s.docs_changed) == (False, "v000001", 1)
     assert "c.md" in current(cfg).documents_by_id
     assert_consistent(cfg, 8)
+
+
+def test_the_plans_records_are_dropped_once_the_tables_are_written(corpus, make_config, monkeypatch):
+    """The discovery's records and the previous version's rows are no part of the build (issue 38: ~0.4 kB a
+    document of a driver's memory): the build stage sees the plan emptied, the version is whole, and an
+    incremental run still keeps what it carried over."""
+    from ragrig.retrieval.ingest import pipeline
+
+    seen: list = []
+    real_build = IngestPipeline.build
+
+    def build(self, tables, *a, **k):  # type: ignore[no-untyped-def]
+        plan = seen[-1]
+        assert (plan.sources, plan.to_extract, plan.reused, plan.reused_chunks, plan.previous_docs) == (
+            [], [], [], {}, {})
+        return real_build(self, tables, *a, **k)
+
+    real_plan = pipeline.plan_changes
+    monkeypatch.setattr(pipeline, "plan_changes", lambda *a, **k: seen.append(real_plan(*a, **k)) or seen[-1])
+    monkeypatch.setattr(IngestPipeline, "build", build)
+    cfg = make_config(corpus)
+    assert ingest(cfg).docs_new == len(CORPUS)
+    (corpus / "new.md").write_text("# New\n\nA new document.\n", encoding="utf-8")
+    s = ingest(cfg)
+    assert (s.docs_new, s.docs_unchanged) == (1, len(CORPUS)) and len(seen) == 2
+    assert_consistent(cfg, len(table_ids := index_ids(cfg)[0])) and "new.md#0" in table_ids

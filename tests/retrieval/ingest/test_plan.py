@@ -108,13 +108,3 @@ def test_an_unchanged_corpus_file_repeats_only_its_discover_failures():
     assert unchanged_corpus_file(record, {}) is None  # a version built before the record existed
     later = {"doc_id": "d1", "stage": "chunk", "reason": "boom"}
     assert unchanged_corpus_file(record, {"corpus_file": {**record, "failed": [bad, later]}}) is None
-
-
-def test_the_records_texts_are_dropped_once_extracted_from_the_discoverys_own_list():
-    records = [SourceDoc(doc_id=f"d{i}", sha256=f"s{i}", format="beir", size=5, title="T", text=f"text {i}")
-               for i in range(3)]
-    plan = plan_changes(records, None, [], lambda s: "beir-1")
-    assert plan.sources is records and [s.text for s in plan.to_extract] == ["text 0", "text 1", "text 2"]
-    plan.drop_texts()
-    assert [s.text for s in records] == [None] * 3 and [s.text for s in plan.to_extract] == [None] * 3
-    assert [(s.doc_id, s.sha256, s.title) for s in records] == [(f"d{i}", f"s{i}", "T") for i in range(3)]
