@@ -11,7 +11,7 @@ without importing it (bm25s imports scipy.sparse: ~0.4 s of every cold reader).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 from ragrig.configs.models import Bm25Config
 from ragrig.retrieval.index.bm25_blocks import build_in_blocks
 from ragrig.retrieval.index.bm25_read import SavedBm25
+from ragrig.retrieval.index.bm25_spill import write_in_blocks
 from ragrig.retrieval.index.bm25_shards import (
     SHARDS_FILE,
     TermStats,
@@ -57,15 +58,35 @@ class Bm25Index:
             return cls([], cfg)
         tok = tokenizer_for(cfg)
         shards = shard_count(cfg, len(texts))
-        if shards > 1:  # tokens held one shard at a time: the statistics in a pass of their own, then each shard
-            stats = TermStats.of(tok(t) or [""] for t in texts)
-            parts = [(a, build_shard([tok(t) or [""] for t in texts[a:b]], stats, cfg))
-                     for a, b in shard_bounds(len(texts), shards)]
-            out = cls(parts, cfg, len(texts))
+        if shards > 1:
+            stats, parts = _shards(texts, cfg, shards)
+            out = cls(list(parts), cfg, len(texts))
             out.stats = stats
             return out
         corpus = TokenIds(tok(t) or [""] for t in texts)  # numbered as the shards number theirs: the same files
         return cls([(0, build_in_blocks(corpus, cfg))], cfg, len(texts))  # bm25s' index, a block at a time
+
+    @staticmethod
+    def write(texts: Sequence[str], cfg: Bm25Config, path: Path) -> None:
+        """``build(texts, cfg).save(path)``'s files, holding less (an ingest's build): the score matrix of an index
+        of one piece a range of columns at a time (``bm25_spill``), a sharded index's shards one at a time."""
+        shards = shard_count(cfg, len(texts)) if texts else 0
+        if shards == 1:  # the token ids in a file beside the index while it is built, the score matrix in ranges
+            tok = tokenizer_for(cfg)
+            path.mkdir(parents=True, exist_ok=True)
+            ids = path / ".token-ids"
+            try:
+                write_in_blocks(TokenIds((tok(t) or [""] for t in texts), spill=ids), cfg, path)
+            finally:
+                ids.unlink(missing_ok=True)
+        elif shards > 1:
+            path.mkdir(parents=True, exist_ok=True)
+            stats, parts = _shards(texts, cfg, shards)
+            for i, (_, r) in enumerate(parts):
+                r.save(str(path / shard_dir(i)), show_progress=False, allow_pickle=False)
+            write_contents(path, shard_bounds(len(texts), shards), stats)
+        else:
+            Bm25Index.build(texts, cfg).save(path)
 
     def save(self, path: Path) -> None:
         if not self.parts:
@@ -123,6 +144,15 @@ class Bm25Index:
             hits.extend((a + row, score) for row, score in sub)
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
+
+
+def _shards(texts: Sequence[str], cfg: Bm25Config, shards: int) -> tuple[TermStats, Iterator[tuple[int, Any]]]:
+    """The corpus-wide statistics (a pass of their own), then each shard built as it is asked for: its tokens held
+    only while it is built."""
+    tok = tokenizer_for(cfg)
+    stats = TermStats.of(tok(t) or [""] for t in texts)
+    return stats, ((a, build_shard([tok(t) or [""] for t in texts[a:b]], stats, cfg))
+                   for a, b in shard_bounds(len(texts), shards))
 
 
 def _part_scores(r: Any, tokens: Sequence[str], size: int, mask: np.ndarray | None) -> np.ndarray:

@@ -24,6 +24,7 @@ import logging
 import math
 import sys
 from collections import Counter
+from contextlib import nullcontext
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
@@ -115,45 +116,79 @@ class TokenIds:
     """Every chunk's term ids in one int32 array and where each chunk's run ends (4 bytes a token; the lists of
     token strings and of their ids that ``numbered`` makes took ~40 bytes a token, 5.3 GB of the one-piece build's
     peak at 1M chunks, docs/scale.md), the terms numbered by first appearance as ``numbered`` numbers them. bm25s
-    reads it as its corpus object: ``ids`` (one chunk's list made when it is read) and ``vocab``."""
+    reads it as its corpus object: ``ids`` (one chunk's list made when it is read) and ``vocab``. With ``spill`` (a
+    file path) the ids go to that file as they are made, ``SPILL_TOKENS`` at a time, and are read back a block at a
+    time (an ingest's BM25 build: ~0.5 kB a chunk of the driver's memory at 1M; the caller removes the file)."""
 
-    def __init__(self, docs: Iterable[Sequence[str]]) -> None:
+    SPILL_TOKENS = 1 << 20
+
+    def __init__(self, docs: Iterable[Sequence[str]], spill: Path | None = None) -> None:
         self.vocab: dict[str, int] = {}
         self._flat = array("i")
         self._ends = array("q", [0])
-        vocab = self.vocab
-        for d in docs:
-            for t in d:
-                if t not in vocab:
-                    vocab[t] = len(vocab)
-            self._flat.extend([vocab[t] for t in d])
-            self._ends.append(len(self._flat))
-
-    @property
-    def ids(self) -> _TokenIdLists:
-        return _TokenIdLists(self._flat, self._ends)
-
-
-class _TokenIdLists(SequenceABC):
-    def __init__(self, flat: array, ends: array) -> None:
-        self._flat, self._ends = flat, ends
+        self._spill = spill
+        vocab, n = self.vocab, 0
+        with open(spill, "wb") if spill is not None else nullcontext() as fh:
+            for d in docs:
+                for t in d:
+                    if t not in vocab:
+                        vocab[t] = len(vocab)
+                self._flat.extend([vocab[t] for t in d])
+                n += len(d)
+                self._ends.append(n)
+                if fh is not None and len(self._flat) >= self.SPILL_TOKENS:
+                    fh.write(self._flat.tobytes())
+                    del self._flat[:]
+            if fh is not None:
+                fh.write(self._flat.tobytes())
+                del self._flat[:]
 
     def __len__(self) -> int:
         return len(self._ends) - 1
 
+    @property
+    def ends(self) -> np.ndarray:
+        """Where each chunk's ids end in the flat run (``ends[0] == 0``)."""
+        return np.frombuffer(self._ends, dtype=np.int64)
+
+    def flat(self, lo: int, hi: int) -> np.ndarray:
+        """The flat run's ids ``lo..hi``."""
+        if self._spill is None:
+            return np.frombuffer(self._flat, dtype=np.int32)[lo:hi]
+        return np.fromfile(self._spill, dtype=np.int32, count=hi - lo, offset=lo * 4)
+
+    def block(self, a: int, b: int) -> list[list[int]]:
+        """Chunks ``a..b``'s ids, a list each (what bm25s' per-document scoring takes), in one read."""
+        ends = self._ends
+        base = ends[a]
+        ids = self.flat(base, ends[b]).tolist()
+        return [ids[ends[i] - base : ends[i + 1] - base] for i in range(a, b)]
+
+    @property
+    def ids(self) -> _TokenIdLists:
+        return _TokenIdLists(self)
+
+
+class _TokenIdLists(SequenceABC):
+    def __init__(self, corpus: TokenIds) -> None:
+        self._corpus = corpus
+
+    def __len__(self) -> int:
+        return len(self._corpus)
+
     def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            a, b, step = i.indices(len(self))
+            return self._corpus.block(a, b) if step == 1 and a <= b else [self[j] for j in range(a, b, step)]
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        return self._flat[self._ends[i] : self._ends[i + 1]].tolist()
+        return self._corpus.block(i, i + 1)[0]
 
     def __iter__(self) -> Iterator[list[int]]:
-        flat, ends = self._flat, self._ends
-        for i in range(len(ends) - 1):
-            yield flat[ends[i] : ends[i + 1]].tolist()
+        for a in range(0, len(self), 4096):
+            yield from self._corpus.block(a, min(a + 4096, len(self)))
 
 
 def counting_csc(data: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
@@ -212,7 +247,7 @@ def build_shard(docs: Sequence[Sequence[str]], stats: TermStats, cfg: Bm25Config
         ids, idf, avg, sizes, r.k1, r.b, r.delta, r.nonoccurrence_array, method=r.method, dtype=r.dtype,
         int_dtype=r.int_dtype, show_progress=False)
     data, indices, indptr = r._np_csc(data=flat, rows=rows, cols=cols, shape=(len(ids), len(vocab)))
-    r.scores = {"data": data.astype(r.dtype), "indices": indices, "indptr": indptr, "num_docs": len(ids)}
+    r.scores = {"data": data.astype(r.dtype, copy=False), "indices": indices, "indptr": indptr, "num_docs": len(ids)}
     r.vocab_dict = vocab
     r.unique_token_ids_set = set(vocab.values())
     return r

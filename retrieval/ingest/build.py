@@ -152,7 +152,7 @@ def _write(cfg: RagrigConfig, layout: Layout, version: str, staged: Path, docs: 
     if offsets is None:
         offsets = write_tables(staged, docs, chunks)
     mark("index:tables")
-    Bm25Index.build(Column(chunks, "search_text"), cfg.index.bm25).save(staged / BM25_DIR)
+    Bm25Index.write(Column(chunks, "search_text"), cfg.index.bm25, staged / BM25_DIR)
     titles = [h.title for d in docs for h in parse_headers(d.markdown)]
     library = build_library(titles, (c.text for c in chunks))
     write_keywords(staged, library)
