@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ragrig.configs.errors import InputError
 from ragrig.configs.models import CorpusConfig
@@ -68,22 +69,26 @@ def file_kind(mode: int) -> str:
     return KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def read_regular(path: Path) -> bytes:
-    """A regular file's bytes, opened without blocking (``O_NONBLOCK``: opening a FIFO for reading would wait for
-    a writer) and checked on the open descriptor, so a file swapped for a FIFO after a check cannot hang the
-    read. Raises NotRegularFile for anything else, OSError as usual."""
+def open_regular(path: Path) -> BinaryIO:
+    """A regular file opened for reading without blocking (``O_NONBLOCK``: opening a FIFO for reading would wait for
+    a writer) and checked on the open descriptor, so a file swapped for a FIFO after a check cannot hang the read.
+    Raises NotRegularFile for anything else, OSError as usual."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(f"{file_kind(st.st_mode)}, not a regular file")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            return fh.read()
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return os.fdopen(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes (``open_regular``)."""
+    with open_regular(path) as fh:
+        return fh.read()
 
 
 def printable_name(rel: str) -> str | None:

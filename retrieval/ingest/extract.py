@@ -21,7 +21,7 @@ from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.cache.sqlite import CacheCorruptError
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc, sha256_bytes
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.ingest.discover import NotRegularFile, beir_payload, beir_record, read_regular
+from ragrig.retrieval.ingest.discover import NotRegularFile, beir_payload, beir_record, open_regular, read_regular
 from ragrig.retrieval.markdown import FrontmatterRefused, parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
@@ -75,11 +75,11 @@ def beir_source(src: SourceDoc) -> tuple[str, str]:
     if src.offset is None or src.path is None:
         return src.title or "", src.text or ""
     try:
-        with open(src.path, "rb") as fh:
+        with open_regular(src.path) as fh:  # never blocks on a corpus file swapped for a FIFO since discovery
             fh.seek(src.offset)
             doc_id, title, text = beir_record(fh.readline())
-    except OSError as exc:
-        raise ExtractionError(f"cannot read {src.path.name} ({exc.strerror})") from None
+    except OSError as exc:  # NotRegularFile among them
+        raise ExtractionError(f"cannot read {src.path.name} ({exc.strerror or exc})") from None
     except (ValueError, KeyError, TypeError):
         doc_id, title, text = "", "", ""
     if doc_id != src.doc_id or sha256_bytes(beir_payload(title, text)) != src.sha256:

@@ -227,3 +227,34 @@ def test_a_beir_record_changed_since_discovery_fails_alone_with_one_line(tmp_pat
     path.unlink()
     with pytest.raises(ExtractionError, match=r"^cannot read corpus\.jsonl \(No such file or directory\)$"):
         extractor.extract(a)
+
+
+def test_a_beir_corpus_file_swapped_for_a_fifo_since_discovery_fails_without_hanging(tmp_path, extractor):
+    """Extraction reopens the corpus file for each record: a FIFO in its place (no writer) is that document's
+    one-line error at once, as for a document file (``discover.open_regular``), never a read that waits forever."""
+    import json
+    import os
+    import threading
+
+    from ragrig.configs.models import CorpusConfig
+    from ragrig.retrieval.ingest.discover import discover_beir
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"_id": "a", "text": "text a"}) + "\n", encoding="utf-8")
+    [src] = discover_beir(CorpusConfig(path=str(path))).docs
+    path.unlink()
+    os.mkfifo(path)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            extractor.extract(src)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            raised.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "extraction blocked on the FIFO"
+    assert [type(e) for e in raised] == [ExtractionError]
+    assert str(raised[0]) == "cannot read corpus.jsonl (a FIFO (named pipe), not a regular file)"
