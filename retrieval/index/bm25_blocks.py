@@ -91,8 +91,8 @@ def _frequencies(corpus: TokenIds, n_vocab: int, block: int) -> tuple[np.ndarray
         b = min(a + block, len(ends) - 1)
         lo, hi = int(ends[a]), int(ends[b])
         rows = np.repeat(np.arange(b - a, dtype=np.int64), np.diff(ends[a:b + 1]))
-        keys = np.sort(rows * n_vocab + corpus.flat(lo, hi))  # (chunk, term) pairs, each once (a sort: np.unique hashes,
-        pairs = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]  # 8x slower on these keys)
+        keys = np.sort(rows * n_vocab + corpus.flat(lo, hi))  # (chunk, term) pairs, each once (a sort:
+        pairs = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]  # np.unique hashes, 8x slower on these keys)
         df += np.bincount(pairs % n_vocab, minlength=n_vocab)
         distinct[a:b] = np.bincount(pairs // n_vocab, minlength=b - a)
     return df, distinct

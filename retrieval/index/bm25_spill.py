@@ -63,8 +63,8 @@ def write_in_blocks(corpus: TokenIds, cfg: Bm25Config, out: Path, block: int | N
                 postings = np.fromfile(spill / str(k), dtype=POSTING)
                 (spill / str(k)).unlink()
                 order = np.argsort(postings["col"], kind="stable")
-                data.write(postings["score"][order].astype(r.dtype, copy=False))
-                idx.write(postings["row"][order].astype(r.int_dtype, copy=False))
+                data.write(postings["score"][order])  # in the file's dtype (``_npy.write``)
+                idx.write(postings["row"][order])
                 del postings, order
     finally:
         shutil.rmtree(spill, ignore_errors=True)
