@@ -105,8 +105,7 @@ def assert_same_version(a_over: list[str], b_over: list[str]) -> None:
 @pytest.fixture(scope="module")
 def local_sample(tmp_path_factory, sample_part) -> tuple[list[str], object]:
     """The sample's part (tests/sample_part.py) ingested here, in this process, once for the module: the settings
-    and the run's stats
-    (the version every cluster ingest of it must equal; read only)."""
+    and the run's stats (the version every cluster ingest of it must equal; read only)."""
     local = settings(tmp_path_factory.mktemp("local") / "home", sample_part[0], *GRAPH)
     return local, IngestPipeline(load_config(None, local), progress=False).run()
 
