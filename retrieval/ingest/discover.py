@@ -186,7 +186,7 @@ def beir_payload(title: str, text: str) -> bytes:
 
 def discover_beir(cfg: CorpusConfig) -> Discovery:
     """Each record's id, content hash and where its line starts: its text stays in the file until extraction reads
-    it back (``extract.beir_source``), so the driver never holds the corpus's texts (issue 38: 0.85 kB a chunk)."""
+    it back (``beir_records.beir_source``), so the driver never holds the corpus's texts (issue 38: 0.85 kB a chunk)."""
     path = beir_file(cfg)
     out = Discovery()
     seen: set[str] = set()

@@ -21,7 +21,8 @@ from ragrig.retrieval.cache.extractions import ExtractCache
 from ragrig.retrieval.cache.sqlite import CacheCorruptError
 from ragrig.retrieval.documents import Document, FailedDoc, SourceDoc, sha256_bytes
 from ragrig.retrieval.index.layout import Layout
-from ragrig.retrieval.ingest.discover import NotRegularFile, beir_payload, beir_record, open_regular, read_regular
+from ragrig.retrieval.ingest.beir_records import RecordError, RecordFiles, beir_source
+from ragrig.retrieval.ingest.discover import NotRegularFile, read_regular
 from ragrig.retrieval.markdown import FrontmatterRefused, parse_headers, split_frontmatter
 
 log = logging.getLogger(__name__)
@@ -66,26 +67,6 @@ def beir_markdown(title: str, text: str) -> str:
     body = _HASH_LINE.sub(r"\1\\#", text.strip())
     title = " ".join(title.split())
     return f"# {title}\n\n{body}\n" if title else f"{body}\n"
-
-
-def beir_source(src: SourceDoc) -> tuple[str, str]:
-    """A BEIR record's (title, text): as given, or read back from its line in the corpus file (discovery keeps only
-    where it starts) and checked against the content hash discovery took: a record edited, moved or gone since is
-    this document's error, never another text under its hash."""
-    if src.offset is None or src.path is None:
-        return src.title or "", src.text or ""
-    try:
-        with open_regular(src.path) as fh:  # never blocks on a corpus file swapped for a FIFO since discovery
-            fh.seek(src.offset)
-            doc_id, title, text = beir_record(fh.readline())
-    except OSError as exc:  # NotRegularFile among them
-        raise ExtractionError(f"cannot read {src.path.name} ({exc.strerror or exc})") from None
-    except (ValueError, KeyError, TypeError):
-        doc_id, title, text = "", "", ""
-    if doc_id != src.doc_id or sha256_bytes(beir_payload(title, text)) != src.sha256:
-        raise ExtractionError(f"{src.path.name} changed during the ingest: the record at byte {src.offset} is no "
-                              "longer this document's (run the ingest again)")
-    return title, text
 
 
 def _promote_headings(markdown: str) -> str:
@@ -177,9 +158,14 @@ class Extractor:
             raise ExtractionError(f"docling conversion failed: {errs}")
         return result.document.export_to_markdown()
 
-    def extract(self, src: SourceDoc) -> Document:
+    def extract(self, src: SourceDoc, records: RecordFiles | None = None) -> Document:
+        """``src`` as a Document; ``records``: the corpus files a batch's BEIR records are read from (opened once for
+        the batch; ``beir_records.py``). Raises ExtractionError with the reason."""
         if src.format == "beir":
-            title, text = beir_source(src)
+            try:
+                title, text = beir_source(src, records)
+            except RecordError as exc:
+                raise ExtractionError(str(exc)) from None
             return Document(
                 doc_id=src.doc_id,
                 sha256=src.sha256,
@@ -286,23 +272,24 @@ def extract_sources(cfg: RagrigConfig, batch: list[SourceDoc], *, store: bool = 
     docs: list[Document] = []
     failed: list[FailedDoc] = []
     ckey = extractor.cache_key
-    for src in batch:
-        try:
-            cached = cache.get(src.sha256, ckey, src.doc_id) if src.format != "beir" else None
-            if cached is not None:
-                docs.append(cached)
-                continue
-            doc = extractor.extract(src)
-            doc.extractor = extractor_key(cfg, src)
-            if src.format != "beir" and store:
-                cache.put(doc, ckey)  # under doc.sha256: the hash of the bytes this extraction read
-            docs.append(doc)
-        except ExtractionError as exc:
-            failed.append(FailedDoc(src.doc_id, "extract", str(exc)))
-        except CacheCorruptError:
-            raise  # the cache file, not this document: the whole run stops with the one clear line
-        except Exception as exc:  # a library crash on one file: record it, go on
-            failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
+    with RecordFiles() as records:  # a batch's BEIR records read from their corpus file through one open file
+        for src in batch:
+            try:
+                cached = cache.get(src.sha256, ckey, src.doc_id) if src.format != "beir" else None
+                if cached is not None:
+                    docs.append(cached)
+                    continue
+                doc = extractor.extract(src, records)
+                doc.extractor = extractor_key(cfg, src)
+                if src.format != "beir" and store:
+                    cache.put(doc, ckey)  # under doc.sha256: the hash of the bytes this extraction read
+                docs.append(doc)
+            except ExtractionError as exc:
+                failed.append(FailedDoc(src.doc_id, "extract", str(exc)))
+            except CacheCorruptError:
+                raise  # the cache file, not this document: the whole run stops with the one clear line
+            except Exception as exc:  # a library crash on one file: record it, go on
+                failed.append(FailedDoc(src.doc_id, "extract", f"{type(exc).__name__}: {exc}"))
     return docs, failed
 
 

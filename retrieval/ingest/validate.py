@@ -45,6 +45,7 @@ class ValidationReport:
 
 
 def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | None = None) -> ValidationReport:
+    from ragrig.retrieval.ingest.beir_records import RecordFiles
     from ragrig.retrieval.ingest.extract import ExtractionError, Extractor
 
     report = ValidationReport()
@@ -57,13 +58,14 @@ def validate_corpus(cfg: RagrigConfig, count_tokens: Any = None, window: int | N
     c = cfg.corpus
     extractor = Extractor(c.markdown_extractor, c.pdf_pipeline, c.max_doc_chars, c.max_unzipped_mb)  # no cache: writes nothing
     docs = []
-    for src in found.docs:
-        try:
-            docs.append(extractor.extract(src))
-        except ExtractionError as exc:
-            report.findings.append(Finding(ERROR, src.doc_id, str(exc)))
-        except Exception as exc:
-            report.findings.append(Finding(ERROR, src.doc_id, f"{type(exc).__name__}: {exc}"))
+    with RecordFiles() as records:  # a BEIR corpus's records read through one open file
+        for src in found.docs:
+            try:
+                docs.append(extractor.extract(src, records))
+            except ExtractionError as exc:
+                report.findings.append(Finding(ERROR, src.doc_id, str(exc)))
+            except Exception as exc:
+                report.findings.append(Finding(ERROR, src.doc_id, f"{type(exc).__name__}: {exc}"))
     max_level = cfg.chunking.max_header_level
     for d in docs:
         secs = sections(d.markdown, max_level=6)
