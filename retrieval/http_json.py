@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 from ragrig.configs.errors import RagrigError
 from ragrig.configs.redact import redact, split_credentials, url_secrets
+from ragrig.retrieval.json_loads import loads
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def post_json(url: str, body: dict[str, Any], *, key: str, timeout_s: float, ret
         except UnicodeDecodeError as exc:
             raise fail(f"the response is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})") from None
         try:
-            return json.loads(text)
+            return loads(text)
         except ValueError:
             raise fail(f"the response is not JSON: {text[:200]!r}") from None
     raise fail(f"{last} ({retries + 1} attempts)")

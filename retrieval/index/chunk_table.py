@@ -8,7 +8,6 @@ same structures derived in memory by the same ``derive``.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,9 +16,9 @@ from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
-import orjson
 from ragrig.retrieval.documents import Chunk
 from ragrig.retrieval.headers import HeaderIndex
+from ragrig.retrieval.json_loads import loads
 from ragrig.retrieval.multihop.terms import TermIndex
 
 ROW_CACHE = 8192  # parsed rows kept (a query reads its candidates' rows more than once)
@@ -94,7 +93,7 @@ class LazyRows:
 
     def parse(self, line: bytes, row: int) -> Chunk:
         try:
-            return Chunk.from_dict(_loads(line))
+            return Chunk.from_dict(loads(line))
         except (ValueError, KeyError, TypeError) as exc:
             raise self.damaged(f"chunks.jsonl row {row} is unreadable ({type(exc).__name__})") from None
 
@@ -134,13 +133,6 @@ class RowSequence(Sequence[Chunk]):
         return self._row(i % n)
 
 
-def _loads(line: bytes) -> Any:
-    """A row's JSON: orjson's parse (the same values, in 0.55x the time: a driver reads its rows several times),
-    or the standard library's for what orjson refuses and it takes (NaN, Infinity: ``json.dumps`` writes them)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
 
 
 class ChunkTable(RowSequence):

@@ -40,6 +40,7 @@ from ragrig.retrieval.documents import Chunk, Document, sha256_text
 from ragrig.retrieval.index.bm25_shards import shard_count
 from ragrig.retrieval.index.chroma import add_vectors, writes_collection
 from ragrig.retrieval.index.files import write_json
+from ragrig.retrieval.json_loads import loads
 
 MANIFEST = "manifest.json"
 DOCUMENTS = "documents.jsonl"
@@ -121,10 +122,10 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> np.ndarray:
 
 
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         for line in fh:
             if line.strip():
-                yield json.loads(line)
+                yield loads(line)
 
 
 def write_tables(version_dir: Path, docs: Iterable[Document], chunks: Iterable[Chunk]) -> np.ndarray:
