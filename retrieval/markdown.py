@@ -70,10 +70,17 @@ def clean_title(raw: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+_MARKUP = frozenset("<{[*`_\\")  # a character every pattern ``clean_title`` removes needs one of
+
+
 def normalize_header(text: str) -> str:
     """The comparison form of a header or a header path segment: its word tokens, casefolded, one space apart
-    (punctuation and the spacing around it do not count: "TypeAdapter's" == "TypeAdapter 's")."""
-    return " ".join(_WORD.findall(clean_title(text.lstrip("#")).casefold()))
+    (punctuation and the spacing around it do not count: "TypeAdapter's" == "TypeAdapter 's"). A title without
+    markup skips ``clean_title``'s patterns: only its spaces would change, and they do not count here."""
+    text = text.lstrip("#")
+    if _MARKUP.isdisjoint(text):
+        return " ".join(_WORD.findall(text.casefold()))
+    return " ".join(_WORD.findall(clean_title(text).casefold()))
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:

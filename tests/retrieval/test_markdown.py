@@ -154,3 +154,22 @@ def test_sections_spans_and_paths():
     ]
     # max_level hides deeper headers: B then runs to D
     assert [s.path for s in sections(text, max_level=2)] == [("A",), ("A", "B"), ("A", "D")]
+
+
+def test_normalize_header_without_markup_skips_the_patterns_and_gives_what_they_give():
+    """The fast path (no character any of ``clean_title``'s patterns needs) against the full one, on random titles
+    drawn from words, spaces, punctuation, markup characters, casefolding letters and '#'s."""
+    import random
+
+    from ragrig.retrieval.markdown import _WORD, clean_title, normalize_header
+
+    alphabet = list("ab Zß İ\t\u00a0#-.'’:()!|~+") + ["Model", "x1", "<b>", "</b>", "{#id}", "[t](u)", "**", "_",
+                                                    "`", "\\", "[]()", "<!-- c -->", "*"]
+    rng = random.Random(0)
+    plain = 0
+    for _ in range(5000):
+        title = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        full = " ".join(_WORD.findall(clean_title(title.lstrip("#")).casefold()))
+        assert normalize_header(title) == full, title
+        plain += not any(ch in title for ch in "<{[*`_\\")
+    assert plain > 500  # the fast path was taken often enough to be tested
