@@ -233,6 +233,7 @@ def main() -> int:
     ap.add_argument("--runners", nargs="+", default=["local", "dask:2"], help="local, dask:N")
     ap.add_argument("--partition", type=int, default=None, help="documents per partition (flow.extract_batch); "
                     "default: chunks / 40, at least 500")
+    ap.add_argument("--out", type=Path, default=OUT, help="the results file (default: %(default)s)")
     ap.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--ask", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -246,14 +247,15 @@ def main() -> int:
     runners = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 1) for r in args.runners]
     partition = args.partition or max(500, args.chunks // 40)
     rows = run(args.chunks, runners, partition)
-    data: dict[str, Any] = json.loads(OUT.read_text()) if OUT.is_file() else {}
+    out = args.out
+    data: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
     data.update({"cpus": os.cpu_count(), "machine": "the project machine (2 cores, shared)",
                  "embedding": "stand-in OpenAI-compatible endpoint (random projection of words), no model compute"})
     data["rows"] = [r for r in data.get("rows", []) if r.get("chunks") != args.chunks] + rows
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(data, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
     print_table(data["rows"])
-    print(f"wrote {OUT}")
+    print(f"wrote {out}")
     return 0
 
 
