@@ -133,8 +133,6 @@ class RowSequence(Sequence[Chunk]):
         return self._row(i % n)
 
 
-
-
 class ChunkTable(RowSequence):
     """The rows of a version (``table[i]``: a Chunk) and its ``Derived`` structures. ``rows``: a list (a
     version without ``reader/``: every row parsed) or the lazy rows of ``chunks.jsonl``."""

@@ -230,8 +230,9 @@ def test_a_beir_record_changed_since_discovery_fails_alone_with_one_line(tmp_pat
 
 
 def test_a_beir_corpus_file_swapped_for_a_fifo_since_discovery_fails_without_hanging(tmp_path, extractor):
-    """Extraction reopens the corpus file for each record: a FIFO in its place (no writer) is that document's
-    one-line error at once, as for a document file (``discover.open_regular``), never a read that waits forever."""
+    """Extraction reopens the corpus file (once a batch: ``beir_records.RecordFiles``): a FIFO in its place (no
+    writer) is that document's one-line error at once, as for a document file (``discover.open_regular``), never a
+    read that waits forever."""
     import json
     import os
     import threading
