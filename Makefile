@@ -35,8 +35,8 @@ run: install
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
 # each worker holds its own model, Prefect test server and temp dirs, and torch's OpenMP pool gets its share of the
 # cores: tests/conftest.py). One file's tests stay on one worker (--dist loadfile: its module fixtures are built
-# once). 360 s of pytest from a fresh clone (1,362 tests) on a 2-core machine (2026-11-29, 19:13 UTC; README has
-# the side-by-side figures). Three workers on 2 cores (to fill the waits on servers and subprocesses):
+# once). 270-311 s of pytest from a fresh clone (1,383 tests) on a 2-core machine (2026-11-29, 22:00 UTC; README has
+# the figures). Three workers on 2 cores (to fill the waits on servers and subprocesses):
 # 306-415 s against two workers' 351-411 s, alternated in the same hour: no steady gain, so not the default.
 # TEST_WORKERS=0 runs in-process.
 # `make test-fast`: the unit tests only (not marked slow), 77 s on that AVX-512 machine, for the edit-test loop.
