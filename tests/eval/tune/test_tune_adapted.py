@@ -45,6 +45,9 @@ def test_every_shipped_corpus_space_has_the_second_encoder_and_adapted_candidate
             # E30: the rerank stage on top of the float view and of the swapped pair
             assert {"retrieval.views.second_backend": "torch", "retrieval.rerank.enabled": True} in configs, name
             assert {**swapped, "retrieval.rerank.enabled": True} in configs, name
+            # E31: the rerank stage on top of the adapted encoder with the float view
+            e31 = {"embedding.adapt": True, "retrieval.views.second_backend": "torch", "retrieval.rerank.enabled": True}
+            assert e31 in configs and adapted.wants_adapt(e31), name
     assert {"retrieval.fusion.weights.vector2": 0} in load_space(ROOT / "configs" / "tune" / "first.yaml").configs
 
 
