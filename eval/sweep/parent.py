@@ -5,6 +5,7 @@ summary table, sweep.json and the per-parameter plots."""
 from __future__ import annotations
 
 import json
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from ragrig.eval.tracking.orphans import owner_tags
 from ragrig.eval.tracking.runs import RunOptions, metric_name
 from ragrig.eval.tracking.secrets import safe_params
 from ragrig.eval.tracking.store import ensure_experiment
+
+START_TAG = "ragrig.sweep.start"  # a token per parent run opened (``start_parent``)
 
 
 def end_active_run(status: str, tries: int = 5) -> None:
@@ -45,6 +48,24 @@ def end_active_run(status: str, tries: int = 5) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
+def end_started(experiment_id: str, token: str, status: str) -> None:
+    """End with ``status`` a run ``start_run`` wrote before it raised (tagged ``START_TAG: token``), and leave MLflow
+    with no active run of it; nothing when it wrote none. Best effort: the store may be what failed."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    try:
+        active = mlflow.active_run()
+        if active is not None and active.data.tags.get(START_TAG) == token:
+            end_active_run(status)
+            return
+        client = MlflowClient()
+        for run in client.search_runs([experiment_id], filter_string=f"tags.`{START_TAG}` = '{token}'"):
+            client.set_terminated(run.info.run_id, status)
+    except Exception:  # noqa: BLE001 - the original error is what the user must see
+        pass
+
+
 def run_status(exc: BaseException) -> str:
     """The MLflow status of a run that ``exc`` ended: KILLED for Ctrl-C (or SIGTERM's SystemExit; also a Ctrl-C a
     library wrapped in another error: ``retrieval/interrupts.py``), else FAILED."""
@@ -58,8 +79,13 @@ def start_parent(cfg: RagrigConfig, spec: SweepSpec) -> Any:
     import mlflow
 
     exp = ensure_experiment(cfg)
-    run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}",
-                           tags={"ragrig.sweep": spec.name, **owner_tags()})
+    token = secrets.token_hex(8)  # finds this run if an interrupt lands inside start_run, after its row is written
+    try:
+        run = mlflow.start_run(experiment_id=exp, run_name=f"sweep: {spec.name}",
+                               tags={"ragrig.sweep": spec.name, START_TAG: token, **owner_tags()})
+    except BaseException as exc:  # e.g. Ctrl-C while MLflow returns from writing the run: no active run to end
+        end_started(exp, token, run_status(exc))
+        raise
     try:
         mlflow.log_params({"sweep.name": spec.name, "sweep.metric": spec.metric, "sweep.file": spec.path or "",
                            "sweep.configs": len(expand(spec))})

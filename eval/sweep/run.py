@@ -63,9 +63,11 @@ def run_sweep(spec: SweepSpec, extra: list[str] | None = None, *, log_mlflow: bo
     for item in configs:
         groups.setdefault(item[2].ingest_hash(), []).append(item)
     base = configs[0][2]
-    status = "FINISHED"
-    parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
+    status, parent = "FINISHED", None
     try:
+        # inside the try: an interrupt just after start_parent returns still ends its run (start_parent ends its
+        # run itself when it raises)
+        parent = start_parent(base, spec) if log_mlflow and base.mlflow.enabled else None
         with frozen_heap():
             seen_texts: set[str] = set()
             if not executor.distributed:

@@ -98,6 +98,33 @@ def test_ctrl_c_during_a_sweep_ends_the_parent_killed(tmp_path, write_files, mon
 
 
 @pytest.mark.slow
+def test_ctrl_c_while_mlflow_returns_from_writing_the_parent_run_still_ends_it_killed(tmp_path, write_files,
+                                                                                     monkeypatch):
+    """The window the real SIGINT below once hit (a fresh clone's CI, 2026-11-29): the parent's row is written, the
+    interrupt lands before ``start_run`` returns, so MLflow has no active run to end and the row stayed RUNNING."""
+    from mlflow.tracking import MlflowClient
+
+    spec = load_sweep(space_file(tmp_path, write_files, "early", tune=False))
+    real = MlflowClient.create_run
+
+    def create_then_interrupt(self, *args, **kwargs):
+        run = real(self, *args, **kwargs)
+        if (kwargs.get("run_name") or "").startswith("sweep: "):
+            raise KeyboardInterrupt
+        return run
+
+    monkeypatch.setattr(MlflowClient, "create_run", create_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, progress=False)
+    got = runs(tmp_path)
+    assert got["sweep: early"][0] == "KILLED"
+    assert [name for name in got if name != "sweep: early"] == []  # no candidate ran
+    import mlflow
+
+    assert mlflow.active_run() is None
+
+
+@pytest.mark.slow
 def test_a_failing_candidate_fails_the_tune_parent(tmp_path, write_files, monkeypatch):
     from ragrig.eval.tune.run import run_tune
     from ragrig.eval.tune.space import load_space
