@@ -103,8 +103,9 @@ class _npy:
         self.fh.seek(offset)
 
     def write(self, values: np.ndarray) -> None:
-        self.fh.write(np.ascontiguousarray(values, dtype=self.dtype).data)
-        self.written += values.nbytes
+        out = np.ascontiguousarray(values, dtype=self.dtype)
+        self.fh.write(out.data)
+        self.written += out.nbytes  # the bytes written, in the file's dtype (``values`` may come in another)
 
     def __enter__(self) -> _npy:
         return self

@@ -99,3 +99,19 @@ def test_token_ids_spilled_to_a_file_read_back_as_held(sample_texts, tmp_path, m
     build_in_blocks(held, cfg, 11).save(str(tmp_path / "want"), show_progress=False, allow_pickle=False)
     write_in_blocks(spilled, cfg, tmp_path / "got", block=13, budget=300)
     assert files(tmp_path / "got") == files(tmp_path / "want")
+
+
+def test_the_npy_writer_counts_the_bytes_it_wrote_in_the_files_dtype(tmp_path):
+    """Values handed over in another dtype are converted and counted as written (the completeness check compares
+    the file's bytes), and a short file is refused."""
+    import numpy as np
+    import pytest
+    from ragrig.retrieval.index.bm25_spill import _npy
+
+    with _npy(tmp_path / "a.npy", np.float32, 5) as out:
+        out.write(np.arange(3, dtype=np.float64))
+        out.write(np.arange(3, 5, dtype=np.int64))
+    assert np.load(tmp_path / "a.npy").tolist() == [0, 1, 2, 3, 4] and np.load(tmp_path / "a.npy").dtype == np.float32
+    with pytest.raises(RuntimeError, match="wrote 8 bytes of 20"):
+        with _npy(tmp_path / "b.npy", np.float32, 5) as out:
+            out.write(np.arange(2, dtype=np.float64))
