@@ -11,7 +11,7 @@ without importing it (bm25s imports scipy.sparse: ~0.4 s of every cold reader).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +80,8 @@ class Bm25Index:
             finally:
                 ids.unlink(missing_ok=True)
         elif shards > 1:
-            path.mkdir(parents=True, exist_ok=True)
             stats, parts = _shards(texts, cfg, shards)
-            for i, (_, r) in enumerate(parts):
-                r.save(str(path / shard_dir(i)), show_progress=False, allow_pickle=False)
-            write_contents(path, shard_bounds(len(texts), shards), stats)
+            _save_shards(path, parts, shard_bounds(len(texts), shards), stats)
         else:
             Bm25Index.build(texts, cfg).save(path)
 
@@ -95,10 +92,7 @@ class Bm25Index:
         elif self.stats is None:
             self.parts[0][1].save(str(path), show_progress=False, allow_pickle=False)
         else:
-            path.mkdir(parents=True, exist_ok=True)
-            for i, (_, r) in enumerate(self.parts):
-                r.save(str(path / shard_dir(i)), show_progress=False, allow_pickle=False)
-            write_contents(path, self.bounds, self.stats)
+            _save_shards(path, self.parts, self.bounds, self.stats)
 
     @classmethod
     def load(cls, path: Path, cfg: Bm25Config, mmap: bool = False) -> Bm25Index:
@@ -153,6 +147,16 @@ def _shards(texts: Sequence[str], cfg: Bm25Config, shards: int) -> tuple[TermSta
     stats = TermStats.of(tok(t) or [""] for t in texts)
     return stats, ((a, build_shard([tok(t) or [""] for t in texts[a:b]], stats, cfg))
                    for a, b in shard_bounds(len(texts), shards))
+
+
+def _save_shards(path: Path, parts: Iterable[tuple[int, Any]], bounds: Sequence[tuple[int, int]],
+                 stats: TermStats) -> None:
+    """A sharded index's folder: each shard saved as it comes (``Bm25Index.write`` builds them one at a time), then
+    the contents file naming them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for i, (_, r) in enumerate(parts):
+        r.save(str(path / shard_dir(i)), show_progress=False, allow_pickle=False)
+    write_contents(path, bounds, stats)
 
 
 def _part_scores(r: Any, tokens: Sequence[str], size: int, mask: np.ndarray | None) -> np.ndarray:
