@@ -55,3 +55,22 @@ def _cached(name: str, source: str, digest: str, rows: tuple[tuple[tuple[str, An
         src = get_dataset_source_from_json(json.dumps({"uri": Path(source).resolve().as_uri()}), "local")
     ds = mlflow.data.from_pandas(df, source=src, name=name, digest=digest or None)
     return DatasetInput(dataset=ds._to_mlflow_entity(), tags=[InputTag(key=MLFLOW_DATASET_CONTEXT, value=CONTEXT)])
+
+
+def log_dataset(client: Any, run_id: str, report: EvalReport, tries: int = 3) -> None:
+    """``client.log_inputs`` of the report's test set. MLflow's store makes a dataset's row on first use (one per
+    experiment, name and digest) without a lock: two runs logging the same test set at once (a sweep's candidates
+    on a cluster's workers) can both insert it, and the second gets a unique-constraint error, its whole write
+    rolled back. The row is there then, so the next try only links it. Any other error is raised at once."""
+    import time
+
+    for attempt in range(tries):
+        try:
+            client.log_inputs(run_id, datasets=[dataset_input(report)])
+            return
+        except Exception as exc:
+            text = str(exc)
+            raced = "datasets" in text and ("UNIQUE constraint failed" in text or "duplicate key value" in text)
+            if not raced or attempt == tries - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))

@@ -21,7 +21,7 @@ from ragrig.configs.models import RagrigConfig
 from ragrig.eval.metrics import PER_TAG
 from ragrig.eval.report import EvalReport
 from ragrig.eval.tracking.artifacts import local_dir, per_query_rows, write_artifacts
-from ragrig.eval.tracking.datasets import dataset_input
+from ragrig.eval.tracking.datasets import log_dataset
 from ragrig.eval.tracking.orphans import owner_tags
 from ragrig.eval.tracking.secrets import env_secrets, safe_params, scrub
 from ragrig.eval.tracking.store import ensure_experiment
@@ -144,7 +144,7 @@ def log_report(cfg: RagrigConfig, report: EvalReport, options: RunOptions | None
     run = client.create_run(exp_id, run_name=run_name, tags={**_context_tags(), **owner_tags(), **run_tags})
     run_id = run.info.run_id
     try:
-        client.log_inputs(run_id, datasets=[dataset_input(report)])  # the test set, as mlflow.log_input would
+        log_dataset(client, run_id, report)  # the test set, as mlflow.log_input would
         stamp = int(time.time() * 1000)
         plist = [Param(k, v) for k, v in params.items()]
         client.log_batch(  # MLflow takes at most 100 params per batch

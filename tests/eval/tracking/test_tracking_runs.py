@@ -125,3 +125,40 @@ def test_the_test_set_is_a_dataset_input_and_the_run_is_named_and_tagged_by_what
     r.label = "rrf"
     run_id = log_report(cfg, r, RunOptions(plots=False))
     assert MlflowClient().get_run(run_id).info.run_name == "tiny on k@v000001 [rrf]"
+
+
+def test_a_dataset_another_run_inserted_at_the_same_moment_is_linked_on_the_next_try(make_report):
+    """A sweep's candidates on a cluster log the same test set at once: MLflow's store may refuse the second insert
+    of the dataset's row (seen in CI against an MLflow server: ``UNIQUE constraint failed: datasets...``). The
+    write is tried again and links the row; any other error is raised at once, and the race past the last try
+    too."""
+    import pytest
+    from ragrig.eval.tracking.datasets import log_dataset
+
+    class Client:
+        def __init__(self, errors):
+            self.errors, self.calls = list(errors), 0
+
+        def log_inputs(self, run_id, datasets):
+            self.calls += 1
+            assert run_id == "r1" and len(datasets) == 1
+            if self.errors:
+                raise self.errors.pop(0)
+
+    race = RuntimeError("BAD_REQUEST: (sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "
+                        "datasets.name, datasets.digest")
+    report = make_report()
+    ok = Client([race])
+    log_dataset(ok, "r1", report)
+    assert ok.calls == 2
+    pg = Client([RuntimeError('duplicate key value violates unique constraint "datasets_pk"')])
+    log_dataset(pg, "r1", report)
+    assert pg.calls == 2
+    other = Client([RuntimeError("BAD_REQUEST: no such run")])
+    with pytest.raises(RuntimeError, match="no such run"):
+        log_dataset(other, "r1", report)
+    assert other.calls == 1
+    always = Client([race, race, race])
+    with pytest.raises(RuntimeError, match="UNIQUE constraint failed"):
+        log_dataset(always, "r1", report)
+    assert always.calls == 3
