@@ -38,8 +38,7 @@ SETTINGS: dict[str, StageSettings] = {
     "partition": StageSettings(retries=1, retry_delay_seconds=1),
     "sweep-leftovers": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
     "build-index": StageSettings(retries=2, retry_delay_seconds=[1, 4]),
-    "embed": StageSettings(tags=[EMBEDDING_TAG]),
-    "embed-views": StageSettings(tags=[EMBEDDING_TAG]),
+    "embed": StageSettings(tags=[EMBEDDING_TAG]),  # the index's vectors and its views' (one slot, one task)
     "adapt-train": StageSettings(tags=[EMBEDDING_TAG]),  # the fine-tune uses the cores as an embedding does
     "adapt-log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),
     "log-mlflow": StageSettings(retries=2, retry_delay_seconds=2),

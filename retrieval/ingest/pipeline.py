@@ -164,6 +164,15 @@ class IngestPipeline:
         return view_encoders(self.cfg.retrieval, self.embedder, self.cfg.embedding,
                              self.layout.cache_dir / "model-digests.json")
 
+    def embed_all(self, chunks: Sequence[Chunk]) -> CachedRows:
+        """The index's vectors, then every view's, in one step: one task under the embedding tag's concurrency
+        limit (``tasks/stages.py``) instead of two. Each tagged task asks the server for the slot; a Prefect
+        server on SQLite that is busy writing events answers that with a 503, retried 2-5 s later (seen in
+        ``tests/ops/test_prefect_deploy.py``), and a config without views ran an empty task."""
+        vectors = self.embed(chunks)
+        self.embed_views(chunks)
+        return vectors
+
     def embed_views(self, chunks: Sequence[Chunk]) -> None:
         """The views this config fuses into the embedding cache: a reader only reads them."""
         if self.views:
@@ -238,8 +247,7 @@ class IngestPipeline:
                     if tables is None:
                         discard(self.cfg, self.layout, *staged)
                         return self._keep_previous(plan.previous)
-                    vectors = call("embed", self.embed, tables.chunks)
-                    call("embed-views", self.embed_views, tables.chunks)
+                    vectors = call("embed", self.embed_all, tables.chunks)
                     self.stats.chunks = len(tables.chunks)
                     files = self.vector_files(staged, vectors, executor)
                     version = call("build-index", self.build, tables, vectors, staged, in_collection, files)

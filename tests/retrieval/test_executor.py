@@ -77,7 +77,7 @@ def test_one_ingest_sequence_under_a_local_and_a_distributed_executor_writes_the
     # one sequence: the same steps, and the partitions (4 documents in batches of 2) mapped; only what a partition
     # does differs: extract and chunk here (the driver embeds), extract, chunk and embed on a distributed executor
     assert local.steps == dist.steps == ["sweep-leftovers", "verify-current", "discover", "plan", "embed",
-                                         "embed-views", "build-index", "publish"]
+                                         "build-index", "publish"]
     assert local.maps == [("partition", "chunk_partition", 2)]
     assert dist.maps == [("partition", "run_partition", 2)]
     assert (sa.chunks, sa.chunks_embedded, sa.chunks_cached, sa.published) == (
