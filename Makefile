@@ -44,9 +44,9 @@ TEST_WORKERS ?= $(shell $(PY) -c "import os; print(min(4, os.cpu_count() or 1))"
 PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: install
-	# the project gates itself: the default config must not regress against the committed baseline
-	$(VENV)/bin/ragrig ingest --no-prefect --quiet > /dev/null
-	$(VENV)/bin/ragrig gate --no-ingest --baseline datasets/baselines/sample.json --policy configs/gate/default.yaml \
+	# the project gates itself: the default config must not regress against the committed baseline (the gate
+	# ingests the sample first, incrementally, in its own process: 17 s from nothing, 22.5 s as two commands)
+	$(VENV)/bin/ragrig gate --baseline datasets/baselines/sample.json --policy configs/gate/default.yaml \
 		--junit .ragrig/gate/junit.xml --markdown .ragrig/gate/summary.md
 	$(PY) -m pytest -q $(PYTEST_XDIST)
 
