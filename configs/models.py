@@ -116,9 +116,6 @@ class AdaptConfig(Strict):
     symmetric: bool = Field(True, description="also rank the anchors for each positive (symmetric loss)")
     mini_batch_size: int = Field(32, ge=1, le=65536, description="cached_mnrl: texts per forward pass")
     scale: float = Field(20.0, gt=0, le=1000, description="the similarity scale (inverse temperature)")
-    batches: Literal["no_duplicates", "by_document"] = Field("no_duplicates", description=(
-        "which pairs share a batch: no_duplicates (a random order, no text twice in a batch), by_document (one "
-        "document's pairs fill a batch first, no text nor section twice: harder in-batch negatives)"))
 
     @field_validator("pairs")
     @classmethod

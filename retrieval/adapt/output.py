@@ -35,10 +35,8 @@ def corpus_digest(chunks: Sequence[Chunk]) -> str:
 def recipe_hash(cfg: RagrigConfig, base_model_id: str, corpus: str, query_prefix: str = "") -> str:
     """The training's identity (the anchors carry the query prefix: one only when there is one, so the folders
     made before prefixes reached the anchors keep their names)."""
-    recipe = cfg.embedding.adapt.model_dump()
-    if recipe["batches"] == "no_duplicates":
-        del recipe["batches"]  # the only batching before the setting: the folders made then keep their names
-    fields = {"adapt": recipe, "base": base_model_id, "corpus": corpus, "version": ADAPT_VERSION}
+    fields = {"adapt": cfg.embedding.adapt.model_dump(), "base": base_model_id, "corpus": corpus,
+              "version": ADAPT_VERSION}
     if query_prefix:
         fields["query_prefix"] = query_prefix
     blob = json.dumps(fields, sort_keys=True)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ragrig.configs.models import AdaptConfig
-from ragrig.retrieval.adapt.batches import by_document
 from ragrig.retrieval.adapt.output import scratch_prefix
 from ragrig.retrieval.adapt.pairs import Pair
 
@@ -99,8 +98,7 @@ def train(pairs: Sequence[Pair], base: str, out: Path, recipe: AdaptConfig, devi
                 output_dir=scratch, num_train_epochs=recipe.epochs, per_device_train_batch_size=recipe.batch_size,
                 learning_rate=recipe.lr, warmup_steps=float(recipe.warmup_ratio), lr_scheduler_type="linear",
                 seed=recipe.seed, data_seed=recipe.seed, full_determinism=True,
-                batch_sampler=(by_document([p.section for p in pairs]) if recipe.batches == "by_document"
-                               else BatchSamplers.NO_DUPLICATES), dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
+                batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0, logging_steps=1, logging_strategy="steps", save_strategy="no",
                 eval_strategy="no", report_to="none", disable_tqdm=not progress, use_cpu=device == "cpu",
             )
             trainer = _trainer_class(SentenceTransformerTrainer)(model=model, args=args, train_dataset=data,
