@@ -1,7 +1,8 @@
 """The gate end to end on the real sample corpus and test set: repeated evaluations of the default config never
 BLOCK against a baseline taken from it (the baseline's own run and one more: every run is bit-identical,
 ``test_retriever.py`` ``test_results_are_deterministic``, and the run here equals the baseline to the bit, so more
-repeats add time, not evidence); a degraded config (both vector sources off) BLOCKs, naming the metrics and the flipped queries."""
+repeats add time, not evidence); a degraded config (both vector sources off) BLOCKs, naming the metrics and the
+flipped queries."""
 
 from __future__ import annotations
 
