@@ -45,7 +45,7 @@ PYTEST_XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) -
 
 test: install
 	# the project gates itself: the default config must not regress against the committed baseline (the gate
-	# ingests the sample first, incrementally, in its own process: 17 s from nothing, 22.5 s as two commands)
+	# ingests the sample first, incrementally, in its own process: 17 s from nothing, 22.6 s as two commands)
 	$(VENV)/bin/ragrig gate --baseline datasets/baselines/sample.json --policy configs/gate/default.yaml \
 		--junit .ragrig/gate/junit.xml --markdown .ragrig/gate/summary.md
 	$(PY) -m pytest -q $(PYTEST_XDIST)

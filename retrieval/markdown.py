@@ -78,9 +78,8 @@ def normalize_header(text: str) -> str:
     (punctuation and the spacing around it do not count: "TypeAdapter's" == "TypeAdapter 's"). A title without
     markup skips ``clean_title``'s patterns: only its spaces would change, and they do not count here."""
     text = text.lstrip("#")
-    if _MARKUP.isdisjoint(text):
-        return " ".join(_WORD.findall(text.casefold()))
-    return " ".join(_WORD.findall(clean_title(text).casefold()))
+    plain = text if _MARKUP.isdisjoint(text) else clean_title(text)
+    return " ".join(_WORD.findall(plain.casefold()))
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], int, str | None]:
