@@ -22,6 +22,29 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 LEAN = ["retrieval.fusion.weights.vector2=0", "eval.ragas=false"]
+# The corpus the deployed runs ingest and evaluate: three small Markdown files and a test set of their own. The
+# subject here is the deployment machinery (schedule, worker, event, trigger, parameters); the sample's formats
+# and docling go through ingest in tests/flows/ and on a cluster in test_distributed_ingest.py. (With part of the
+# sample, the reingest run cost ~18 s of 2 cores, docling's import and its conversions in the run's process.)
+DOCS = {
+    "move.md": "# Movement\n\n## Dash\n\nA dash moves an operative three inches.\n\n"
+               "## Climb\n\nClimbing costs one inch per inch climbed.\n",
+    "shoot.md": "# Shooting\n\n## Cover\n\nA target in cover retains one normal save.\n\n"
+                "## Obscured\n\nAn obscured target cannot be shot beyond six inches.\n",
+    "teams.md": "# Teams\n\n## Ashen Choir\n\nThe choir sings its dead back onto the field.\n",
+}
+TESTSET = """name: deployed
+cases:
+  - id: dash
+    query: how far does a dash move
+    expect: [{doc: move.md, section: Dash}]
+  - id: cover
+    query: what does cover give the target
+    expect: [{doc: shoot.md, section: Cover}]
+  - id: choir
+    query: which team sings its dead back
+    expect: [{doc: teams.md}]
+"""
 
 
 async def _state(api: str) -> tuple[dict, list]:
@@ -31,7 +54,8 @@ async def _state(api: str) -> tuple[dict, list]:
         deployments = {}
         for d in await c.read_deployments():
             deployments[d.name] = (d, [s.schedule for s in await c.read_deployment_schedules(d.id)])
-        runs = [(r.name, r.deployment_id, r.state.type.value if r.state else None, r.id) for r in await c.read_flow_runs()]
+        runs = [(r.name, r.deployment_id, r.state.type.value if r.state else None, r.id)
+                for r in await c.read_flow_runs()]
         return deployments, runs
 
 
@@ -50,7 +74,7 @@ async def _evaluate_runs_and_artifacts(api: str) -> tuple[list[dict], dict[str, 
         return runs, {a.key: str(a.data) for a in await c.read_artifacts() if a.key}
 
 
-def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path, sample_part):
+def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path, write_files):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": api,
@@ -82,9 +106,11 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path, sample_par
                                   start_new_session=True)
         try:
             # the deployment's own parameters, with the parts of the default's work this test does not need: the
-            # second encoder's embedding of every chunk, ragas, and 22 of the sample's 29 documents (part of the
-            # sample and the cases it answers: tests/sample_part.py; the event carries them on to evaluate)
-            corpus, testset = sample_part
+            # second encoder's embedding of every chunk, ragas, and the sample (DOCS and TESTSET above; the event
+            # carries them on to evaluate)
+            corpus = write_files(tmp_path / "corpus", DOCS)
+            testset = tmp_path / "deployed.yaml"
+            testset.write_text(TESTSET)
             # (the list's path quoted: `prefect deployment run` echoes the parameter through rich, which takes
             # "[/tmp…" for a closing markup tag and fails)
             lean = [*LEAN, f"corpus.path={corpus}", f"eval.testsets={json.dumps([str(testset)])}"]
@@ -105,9 +131,9 @@ def test_deploy_schedule_run_and_event_triggered_evaluation(tmp_path, sample_par
             assert [p["version"] for p in params] == ["v000001"]  # the event's version reached the flow
             assert [p["overrides"] for p in params] == [lean]  # and so did the run's overrides
             # the first version has nothing before it: checked (every case ok) and evaluated, no diff, no gate
-            assert "### Test set check: sample-part on v000001" in artifacts["testset-check"]
-            assert "11 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]
-            assert "eval-sample-part" in artifacts and "version-diff" not in artifacts
+            assert "### Test set check: deployed on v000001" in artifacts["testset-check"]
+            assert "3 ok, 0 moved, 0 changed, 0 gone" in artifacts["testset-check"]
+            assert "eval-deployed" in artifacts and "version-diff" not in artifacts
         finally:
             stop_group(worker, grace_s=20)
     assert (tmp_path / "home" / "mlflow" / "mlflow.db").exists()  # the triggered evaluation logged its run
