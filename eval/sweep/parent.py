@@ -22,18 +22,38 @@ from ragrig.eval.tracking.store import ensure_experiment
 START_TAG = "ragrig.sweep.start"  # a token per parent run opened (``start_parent``)
 
 
+def release_interrupted() -> None:
+    """Let go of what the exception being handled holds (and the ones it happened during): an interrupt that lands
+    inside a store write leaves that write's session, and its SQLite write lock, referenced by its traceback's
+    frames for as long as the exception lives, so no collection could free it while the run is ended from its
+    handler. The frames' variables are cleared (a traceback still prints: file, line and code stay), then a
+    collection runs."""
+    import gc
+    import sys
+    import traceback
+
+    exc, seen = sys.exc_info()[1], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if exc.__traceback__ is not None:
+            traceback.clear_frames(exc.__traceback__)  # frames still running are skipped
+        exc = exc.__context__
+    gc.collect()
+
+
 def end_active_run(status: str, tries: int = 5) -> None:
     """End MLflow's active run with ``status``. A SQLite store can answer "database is locked" here after a Ctrl-C:
-    the interrupted write's session may still hold the write lock until it is collected (the exception's
-    traceback keeps it alive), and a busy machine can hold it past SQLite's 5 s wait. So: collect, wait a little,
-    try again (``tries`` times in all); any other error, or the last, is raised."""
-    import gc
+    the interrupted write's session may still hold the write lock (``release_interrupted``, first thing for a KILLED
+    run), and a busy machine can hold it past SQLite's wait. So: release, wait a little, try again (``tries`` times
+    in all); any other error, or the last, is raised."""
     import time
 
     import mlflow
     from mlflow.tracking import MlflowClient
 
     run = mlflow.active_run()
+    if status == "KILLED":  # ended from an interrupt's handler: nothing of the interrupted write may hold the store
+        release_interrupted()
     for attempt in range(tries):
         try:
             if attempt == 0:
@@ -44,7 +64,7 @@ def end_active_run(status: str, tries: int = 5) -> None:
         except Exception as exc:
             if run is None or "database is locked" not in str(exc) or attempt == tries - 1:
                 raise
-            gc.collect()
+            release_interrupted()
             time.sleep(0.2 * (attempt + 1))
 
 
@@ -59,6 +79,7 @@ def end_started(experiment_id: str, token: str, status: str) -> None:
         if active is not None and active.data.tags.get(START_TAG) == token:
             end_active_run(status)
             return
+        release_interrupted()  # the interrupted start_run's write may hold the store's lock
         client = MlflowClient()
         for run in client.search_runs([experiment_id], filter_string=f"tags.`{START_TAG}` = '{token}'"):
             client.set_terminated(run.info.run_id, status)

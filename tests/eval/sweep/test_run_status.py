@@ -217,3 +217,27 @@ def test_a_locked_store_at_the_end_is_retried_and_the_status_lands(tmp_path, mon
         parent_mod.end_active_run("FAILED")
     monkeypatch.setattr(MlflowClient, "set_terminated", real)
     MlflowClient().set_terminated(other.info.run_id, "FAILED")
+
+
+@pytest.mark.slow
+def test_an_interrupted_write_that_still_holds_the_stores_lock_does_not_keep_the_parent_running(
+        tmp_path, write_files, monkeypatch):
+    """The real SIGINT test above failed once more (a loaded machine, 2026-11-30): exit 130, "interrupted", and the
+    parent RUNNING. The interrupt had landed inside a store write: its session, holding SQLite's write lock, lives on
+    in the interrupt's traceback, so ending the run from the handler met "database is locked" on every retry (the
+    collection between them cannot free what the live exception references). Here a parameter write takes the lock
+    and is interrupted with the connection still in its frame."""
+    from mlflow.tracking import MlflowClient
+
+    spec = load_sweep(space_file(tmp_path, write_files, "held", tune=False))
+    db = tmp_path / "ragrig-home" / "mlflow" / "mlflow.db"
+
+    def write_interrupted_holding_the_lock(self, *args, **kwargs):
+        con = sqlite3.connect(db, isolation_level=None)
+        con.execute("BEGIN IMMEDIATE")  # SQLite's write lock, released only when `con` is closed or collected
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MlflowClient, "log_batch", write_interrupted_holding_the_lock)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, progress=False)
+    assert runs(tmp_path)["sweep: held"][0] == "KILLED"
