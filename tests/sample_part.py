@@ -1,8 +1,9 @@
 """Part of the sample corpus and the cases of its test set that this part answers: for the end-to-end tests whose
-subject is the machinery around an ingest or an evaluation (a cluster, a deployment, a sweep's executors), not the
-sample's quality. Its teams/ folder (Markdown, HTML and a Word file, nested) and faq.md are 7 of the sample's 29
-documents with every format in it; the cases kept are the test set's own, unedited, whose every expected document
-is in the part (11 of 100). The whole sample cost ~40 s of 2 cores per ingest here, for no path more."""
+subject is the machinery around an ingest or an evaluation (a cluster, a sweep's executors, adapt's recipe), not
+the sample's quality (the deployment test ingests three Markdown files of its own). Its teams/ folder (Markdown,
+HTML and a Word file, nested) and faq.md are 7 of the sample's 29 documents with every format in it; the cases kept
+are the test set's own, unedited, whose every expected document is in the part (11 of 100). The whole sample cost
+~40 s of 2 cores per ingest here, for no path more."""
 
 from __future__ import annotations
 
