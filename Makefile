@@ -35,7 +35,7 @@ run: install
 # The whole suite, every test, on TEST_WORKERS parallel pytest-xdist workers (default: the CPU count, at most 4;
 # each worker holds its own model, Prefect test server and temp dirs, and torch's OpenMP pool gets its share of the
 # cores: tests/conftest.py). One file's tests stay on one worker (--dist loadfile: its module fixtures are built
-# once). 286-305 s of pytest from a fresh clone (1,387 tests) on a 2-core machine (2026-11-30; README has
+# once). 265-305 s of pytest from a fresh clone (1,387 tests) on a 2-core machine (2026-11-30; README has
 # the figures). Three workers on 2 cores (to fill the waits on servers and subprocesses):
 # 306-415 s against two workers' 351-411 s, alternated in the same hour: no steady gain, so not the default.
 # TEST_WORKERS=0 runs in-process.
